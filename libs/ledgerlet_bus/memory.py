@@ -1,0 +1,212 @@
+"""An in-memory bus with Kafka's semantics, for the embedded run and for tests.
+
+Partitions are append-only lists; groups have committed offsets and split partitions
+between their members (range assignment, rebalanced when members come and go); a
+consumer's position starts at its group's committed offset. Nothing is shared between
+processes: one process, one bus.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from ledgerlet_bus.api import BusTimeout, Record, TopicPartition, TopicSpec
+from ledgerlet_bus.partitioner import partition_for
+
+DEFAULT_PARTITIONS = 1
+
+
+@dataclass
+class _Group:
+    committed: dict[TopicPartition, int] = field(default_factory=dict)
+    members: list[MemoryConsumer] = field(default_factory=list)
+
+
+class MemoryBus:
+    def __init__(self, *, default_partitions: int = DEFAULT_PARTITIONS) -> None:
+        self._default_partitions = default_partitions
+        self._topics: dict[str, list[list[Record]]] = {}
+        self._groups: dict[str, _Group] = {}
+        self._changed = asyncio.Condition()
+        self._version = 0
+
+    # -- lifecycle -------------------------------------------------------------
+    async def start(self) -> None:
+        return None
+
+    async def close(self) -> None:
+        for group in self._groups.values():
+            for member in list(group.members):
+                await member.close()
+
+    async def create_topics(self, topics: Sequence[TopicSpec]) -> None:
+        for spec in topics:
+            if spec.name not in self._topics:
+                self._topics[spec.name] = [[] for _ in range(max(spec.partitions, 1))]
+        self._rebalance_all()
+
+    def _partitions(self, topic: str) -> list[list[Record]]:
+        if topic not in self._topics:
+            self._topics[topic] = [[] for _ in range(self._default_partitions)]
+            self._rebalance_all()
+        return self._topics[topic]
+
+    # -- producing -------------------------------------------------------------
+    def producer(self) -> MemoryProducer:
+        return MemoryProducer(self)
+
+    def append(self, topic: str, value: bytes, key: bytes | None,
+               headers: Sequence[tuple[str, bytes]]) -> Record:
+        parts = self._partitions(topic)
+        p = partition_for(key, len(parts)) if key is not None else 0
+        rec = Record(topic, p, len(parts[p]), key, value, tuple(headers))
+        parts[p].append(rec)
+        return rec
+
+    async def notify(self) -> None:
+        async with self._changed:
+            self._version += 1
+            self._changed.notify_all()
+
+    # -- consuming -------------------------------------------------------------
+    def consumer(self, group: str, topics: Sequence[str]) -> MemoryConsumer:
+        for t in topics:
+            self._partitions(t)
+        g = self._groups.setdefault(group, _Group())
+        member = MemoryConsumer(self, group, tuple(topics))
+        g.members.append(member)
+        self._rebalance(group)
+        return member
+
+    def _rebalance_all(self) -> None:
+        for name in self._groups:
+            self._rebalance(name)
+
+    def _rebalance(self, group: str) -> None:
+        """Range assignment per topic, like Kafka's default assignor."""
+        g = self._groups[group]
+        for m in g.members:
+            m.assignment = []
+        topics = sorted({t for m in g.members for t in m.topics})
+        for topic in topics:
+            members = [m for m in g.members if topic in m.topics]
+            n = len(self._topics[topic])
+            per, extra = divmod(n, len(members))
+            start = 0
+            for i, m in enumerate(members):
+                count = per + (1 if i < extra else 0)
+                m.assignment.extend((topic, p) for p in range(start, start + count))
+                start += count
+        for m in g.members:
+            m.positions = {tp: g.committed.get(tp, 0) for tp in m.assignment}
+
+    def leave(self, member: MemoryConsumer) -> None:
+        g = self._groups.get(member.group)
+        if g is not None and member in g.members:
+            g.members.remove(member)
+            self._rebalance(member.group)
+
+    def committed(self, group: str) -> dict[TopicPartition, int]:
+        return dict(self._groups.setdefault(group, _Group()).committed)
+
+    def end_offsets(self, topics: Sequence[str]) -> dict[TopicPartition, int]:
+        return {(t, p): len(part) for t in topics for p, part in enumerate(self._partitions(t))}
+
+    async def lag(self, groups: Mapping[str, Sequence[str]]) -> int:
+        total = 0
+        for group, topics in groups.items():
+            committed = self._groups.setdefault(group, _Group()).committed
+            for tp, end in self.end_offsets(topics).items():
+                total += end - committed.get(tp, 0)
+        return total
+
+    async def wait_idle(self, groups: Mapping[str, Sequence[str]], *, timeout: float = 60.0) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            async with self._changed:
+                if await self.lag(groups) == 0:
+                    return
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    raise BusTimeout(f"bus not idle after {timeout}s: lag {await self.lag(groups)}")
+                try:
+                    await asyncio.wait_for(self._changed.wait(), remaining)
+                except TimeoutError:
+                    continue
+
+
+class MemoryProducer:
+    def __init__(self, bus: MemoryBus) -> None:
+        self._bus = bus
+        self._pending = 0
+
+    async def send(self, topic: str, value: bytes, *, key: bytes | None = None,
+                   headers: Sequence[tuple[str, bytes]] = ()) -> None:
+        self._bus.append(topic, value, key, headers)
+        self._pending += 1
+
+    async def flush(self) -> None:
+        if self._pending:
+            self._pending = 0
+            await self._bus.notify()
+
+    async def close(self) -> None:
+        await self.flush()
+
+
+class MemoryConsumer:
+    def __init__(self, bus: MemoryBus, group: str, topics: tuple[str, ...]) -> None:
+        self._bus = bus
+        self.group = group
+        self.topics = topics
+        self.assignment: list[TopicPartition] = []
+        self.positions: dict[TopicPartition, int] = {}
+        self._closed = False
+
+    def _available(self, max_records: int) -> list[Record]:
+        out: list[Record] = []
+        for tp in self.assignment:
+            part = self._bus._topics[tp[0]][tp[1]]
+            pos = self.positions.get(tp, 0)
+            if pos < len(part):
+                take = part[pos:pos + max(max_records - len(out), 0)]
+                out.extend(take)
+                self.positions[tp] = pos + len(take)
+            if len(out) >= max_records:
+                break
+        return out
+
+    async def getmany(self, *, timeout: float = 0.1, max_records: int = 1000) -> list[Record]:
+        if self._closed:
+            return []
+        records = self._available(max_records)
+        if records or timeout <= 0:
+            return records
+        cond = self._bus._changed
+        async with cond:
+            records = self._available(max_records)
+            if records:
+                return records
+            try:
+                await asyncio.wait_for(cond.wait(), timeout)
+            except TimeoutError:
+                return []
+        return self._available(max_records)
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self.positions[tp] = offset
+
+    async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
+        g = self._bus._groups[self.group]
+        for tp, off in offsets.items():
+            if off > g.committed.get(tp, 0):
+                g.committed[tp] = off
+        await self._bus.notify()
+
+    async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._bus.leave(self)

@@ -1,0 +1,104 @@
+"""Input events: what happened to the cluster, as the scenario (or a recording) says.
+
+Objects travel as the plain JSON the API server would store (defaults applied), so a
+recorded input can be replayed by a later ledgerlet that models more fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class _Data(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    pass
+
+
+class ScenarioStarted(_Data, kw_only=True):
+    """The run's configuration; everything else in the run follows from it and the inputs."""
+
+    name: str
+    start: str
+    duration: int
+    kubelet_config: dict[str, Any] = {}
+    scheduler_config: dict[str, Any] = {}
+    controller_config: dict[str, Any] = {}
+    node_order: list[str] = []
+    source: str = ""
+    digest: str = ""
+
+
+class ScenarioEnded(_Data, kw_only=True):
+    duration: int
+
+
+class ObjectApplied(_Data, kw_only=True):
+    """``kubectl apply``: create or update; ``initial`` marks the scenario's starting objects."""
+
+    object: dict[str, Any]
+    initial: bool = False
+
+
+class ObjectDeleted(_Data, kw_only=True):
+    kind: str
+    name: str
+    namespace: str = ""
+    grace_period_seconds: int | None = None
+    force: bool = False
+
+
+class UsageDeclared(_Data, kw_only=True):
+    """One ``usage`` entry: ``node/NAME``, ``NAMESPACE/POD`` or ``NAMESPACE/KIND/NAME``."""
+
+    key: str
+    usage: dict[str, Any]
+
+
+class StatsReported(_Data, kw_only=True):
+    """A recorded Summary API document for a node (open loop), and optionally what the
+    kubelet saw after its node-level reclaim in that pass."""
+
+    node: str
+    summary: dict[str, Any]
+    after_reclaim: dict[str, Any] | None = None
+
+
+class NodeShutdownRequested(_Data, kw_only=True):
+    node: str
+
+
+class NodePoweredOff(_Data, kw_only=True):
+    node: str
+
+
+class NodePoweredOn(_Data, kw_only=True):
+    node: str
+
+
+class NodeTainted(_Data, kw_only=True):
+    node: str
+    key: str
+    value: str = ""
+    effect: str
+
+
+class NodeUntainted(_Data, kw_only=True):
+    node: str
+    key: str
+    effect: str = ""
+
+
+INPUT_TYPES: dict[str, type[_Data]] = {
+    "ScenarioStarted": ScenarioStarted,
+    "ScenarioEnded": ScenarioEnded,
+    "ObjectApplied": ObjectApplied,
+    "ObjectDeleted": ObjectDeleted,
+    "UsageDeclared": UsageDeclared,
+    "StatsReported": StatsReported,
+    "NodeShutdownRequested": NodeShutdownRequested,
+    "NodePoweredOff": NodePoweredOff,
+    "NodePoweredOn": NodePoweredOn,
+    "NodeTainted": NodeTainted,
+    "NodeUntainted": NodeUntainted,
+}

@@ -1,0 +1,341 @@
+"""The append-only event store: SQLite (embedded default) or PostgreSQL, one API.
+
+* Every event gets a global ``position`` and a per-stream ``version``.
+* ``append`` to one stream can state the version it expects (optimistic concurrency).
+* Appends are idempotent by event id: an event already stored is skipped, so a
+  redelivered or re-derived event never becomes a duplicate.
+* Reads: by stream, by position, by type and virtual-time range, a run's decisions in
+  decision order.
+Appenders are serialised (a table lock on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite) so
+positions become visible in order and concurrent appenders cannot interleave versions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import sqlalchemy as sa
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import event as sa_event
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_store.dsn import async_url, describe
+from ledgerlet_store.schema import events
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+_PG_MIGRATION_LOCK = 7_420_117  # advisory lock id: one migrator at a time
+_ID_CHUNK = 1000
+
+
+class StoreError(RuntimeError):
+    pass
+
+
+class WrongExpectedVersion(StoreError):
+    """The stream is not at the version the appender expected (someone else wrote)."""
+
+    def __init__(self, stream: str, expected: int, actual: int) -> None:
+        super().__init__(f"stream {stream!r} is at version {actual}, expected {expected}")
+        self.stream = stream
+        self.expected = expected
+        self.actual = actual
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    position: int
+    version: int
+    recorded_at: datetime
+    envelope: Envelope
+
+
+def order_key(order: Sequence[int]) -> str:
+    """A string that sorts like the order path (prefixes first)."""
+    return ".".join(f"{i:010d}" for i in order)
+
+
+def _decode_order(key: str) -> list[int]:
+    return [int(p) for p in key.split(".")] if key else []
+
+
+def stream_id(run: str, stream: str) -> str:
+    return f"{run}:{stream}"
+
+
+class EventStore:
+    """Open with :meth:`open`; close with :meth:`close` (or ``async with``)."""
+
+    def __init__(self, engine: AsyncEngine, dsn: str) -> None:
+        self.engine = engine
+        self.dsn = dsn
+        self.dialect = engine.dialect.name
+        self._lock = asyncio.Lock()
+
+    # -- lifecycle ---------------------------------------------------------------
+    @classmethod
+    async def open(cls, dsn: str, *, migrate: bool = True) -> EventStore:
+        url = async_url(dsn)
+        kwargs: dict[str, Any] = {}
+        if url.startswith("sqlite"):
+            kwargs["connect_args"] = {"timeout": 60}
+        else:
+            kwargs["pool_size"] = 5
+            kwargs["max_overflow"] = 5
+        engine = create_async_engine(url, **kwargs)
+        if url.startswith("sqlite"):
+            _sqlite_pragmas(engine)
+        store = cls(engine, dsn)
+        if migrate:
+            await store.migrate()
+        return store
+
+    async def close(self) -> None:
+        await self.engine.dispose()
+
+    async def __aenter__(self) -> EventStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def describe(self) -> str:
+        return describe(self.dsn)
+
+    async def migrate(self) -> None:
+        """Bring the schema to the newest migration (serialised across processes)."""
+        async with self.engine.begin() as conn:
+            if self.dialect == "postgresql":
+                await conn.execute(sa.text(f"SELECT pg_advisory_xact_lock({_PG_MIGRATION_LOCK})"))
+            await conn.run_sync(_upgrade)
+
+    # -- appending ---------------------------------------------------------------
+    async def append(self, stream: str, envelopes: Sequence[Envelope], *,
+                     expected_version: int | None = None) -> list[int]:
+        """Append to one stream; returns the positions (existing ones for duplicates).
+
+        ``expected_version`` is the stream's version before this append (0 for a new
+        stream); a mismatch raises :class:`WrongExpectedVersion` unless every event is
+        already stored (a retried append succeeds).
+        """
+        run = envelopes[0].run if envelopes else ""
+        sid = stream_id(run, stream)
+        async with self._transaction() as conn:
+            existing = await self._existing(conn, [e.id for e in envelopes])
+            fresh = [e for e in envelopes if e.id not in existing]
+            current = await self._versions(conn, [sid])
+            version = current.get(sid, 0)
+            if not fresh:
+                return [existing[e.id] for e in envelopes]
+            if expected_version is not None and version != expected_version:
+                raise WrongExpectedVersion(stream, expected_version, version)
+            rows = [_row(e, sid, version + i + 1) for i, e in enumerate(fresh)]
+            await conn.execute(events.insert(), rows)
+            positions = await self._existing(conn, [e.id for e in envelopes])
+            return [positions[e.id] for e in envelopes]
+
+    async def append_batch(self, envelopes: Sequence[Envelope]) -> int:
+        """Append events of many streams in one transaction; returns how many were new."""
+        if not envelopes:
+            return 0
+        async with self._transaction() as conn:
+            existing = await self._existing(conn, [e.id for e in envelopes])
+            seen: set[str] = set(existing)
+            fresh: list[Envelope] = []
+            for e in envelopes:
+                if e.id not in seen:
+                    seen.add(e.id)
+                    fresh.append(e)
+            if not fresh:
+                return 0
+            sids = [stream_id(e.run, e.stream) for e in fresh]
+            versions = await self._versions(conn, sorted(set(sids)))
+            rows = []
+            for e, sid in zip(fresh, sids, strict=True):
+                v = versions.get(sid, 0) + 1
+                versions[sid] = v
+                rows.append(_row(e, sid, v))
+            await conn.execute(events.insert(), rows)
+            return len(rows)
+
+    def _transaction(self) -> Any:
+        return _Transaction(self)
+
+    async def _existing(self, conn: AsyncConnection, ids: Sequence[str]) -> dict[str, int]:
+        found: dict[str, int] = {}
+        unique = list(dict.fromkeys(ids))
+        for i in range(0, len(unique), _ID_CHUNK):
+            chunk = unique[i:i + _ID_CHUNK]
+            result = await conn.execute(
+                sa.select(events.c.event_id, events.c.position).where(events.c.event_id.in_(chunk)))
+            found.update({row.event_id: row.position for row in result})
+        return found
+
+    async def _versions(self, conn: AsyncConnection, sids: Sequence[str]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for i in range(0, len(sids), _ID_CHUNK):
+            chunk = sids[i:i + _ID_CHUNK]
+            result = await conn.execute(
+                sa.select(events.c.stream, sa.func.max(events.c.version))
+                .where(events.c.stream.in_(chunk)).group_by(events.c.stream))
+            out.update({row[0]: row[1] for row in result})
+        return out
+
+    # -- reading -----------------------------------------------------------------
+    async def read_stream(self, run: str, stream: str, *, from_version: int = 1,
+                          limit: int | None = None) -> list[StoredEvent]:
+        q = (sa.select(events).where(events.c.stream == stream_id(run, stream), events.c.version >= from_version)
+             .order_by(events.c.version))
+        return await self._fetch(q.limit(limit) if limit else q)
+
+    async def stream_version(self, run: str, stream: str) -> int:
+        async with self.engine.connect() as conn:
+            return (await self._versions(conn, [stream_id(run, stream)])).get(stream_id(run, stream), 0)
+
+    async def read_all(self, *, from_position: int = 1, limit: int = 1000) -> list[StoredEvent]:
+        q = sa.select(events).where(events.c.position >= from_position).order_by(events.c.position).limit(limit)
+        return await self._fetch(q)
+
+    async def read_by_type(self, types: Iterable[str], *, run: str | None = None, t_from: int | None = None,
+                           t_to: int | None = None, limit: int | None = None) -> list[StoredEvent]:
+        q = sa.select(events).where(events.c.type.in_(list(types)))
+        if run is not None:
+            q = q.where(events.c.run == run)
+        if t_from is not None:
+            q = q.where(events.c.t >= t_from)
+        if t_to is not None:
+            q = q.where(events.c.t <= t_to)
+        q = q.order_by(events.c.t, events.c.order_key, events.c.position)
+        return await self._fetch(q.limit(limit) if limit else q)
+
+    async def read_run(self, run: str, *, kind: str | None = None) -> list[StoredEvent]:
+        """A run's events in decision order (virtual time, then causal order)."""
+        q = sa.select(events).where(events.c.run == run)
+        if kind is not None:
+            q = q.where(events.c.kind == kind)
+        return await self._fetch(q.order_by(events.c.t, events.c.order_key))
+
+    async def iter_run(self, run: str, *, batch: int = 5000) -> AsyncIterator[StoredEvent]:
+        """Stream a run's events by position, in batches (for replay over big stores)."""
+        last = 0
+        while True:
+            q = (sa.select(events).where(events.c.run == run, events.c.position > last)
+                 .order_by(events.c.position).limit(batch))
+            rows = await self._fetch(q)
+            if not rows:
+                return
+            for r in rows:
+                yield r
+            last = rows[-1].position
+
+    async def runs(self) -> list[tuple[str, datetime]]:
+        """Runs in the store, newest first (by when their ScenarioStarted was recorded)."""
+        q = (sa.select(events.c.run, events.c.recorded_at).where(events.c.type == "ScenarioStarted")
+             .order_by(events.c.position.desc()))
+        async with self.engine.connect() as conn:
+            return [(r.run, r.recorded_at) for r in await conn.execute(q)]
+
+    async def count(self, run: str | None = None) -> int:
+        q = sa.select(sa.func.count()).select_from(events)
+        if run is not None:
+            q = q.where(events.c.run == run)
+        async with self.engine.connect() as conn:
+            return int((await conn.execute(q)).scalar_one())
+
+    async def _fetch(self, q: sa.Select[Any]) -> list[StoredEvent]:
+        async with self.engine.connect() as conn:
+            result = await conn.execute(q)
+            return [_stored(r) for r in result]
+
+
+class _Transaction:
+    """One writer at a time per process, and a database-level write lock."""
+
+    def __init__(self, store: EventStore) -> None:
+        self._store = store
+        self._ctx: Any = None
+
+    async def __aenter__(self) -> AsyncConnection:
+        await self._store._lock.acquire()
+        try:
+            self._ctx = self._store.engine.execution_options(ledgerlet_write=True).begin()
+            conn: AsyncConnection = await self._ctx.__aenter__()
+            if self._store.dialect == "postgresql":
+                await conn.execute(sa.text("LOCK TABLE events IN SHARE ROW EXCLUSIVE MODE"))
+            return conn
+        except BaseException:
+            self._store._lock.release()
+            raise
+
+    async def __aexit__(self, *exc: Any) -> None:
+        try:
+            await self._ctx.__aexit__(*exc)
+        finally:
+            self._store._lock.release()
+
+
+def _row(e: Envelope, sid: str, version: int) -> dict[str, Any]:
+    return {
+        "event_id": e.id,
+        "run": e.run,
+        "stream": sid,
+        "version": version,
+        "type": e.type,
+        "kind": e.kind,
+        "schema_version": e.v,
+        "t": e.t,
+        "order_key": order_key(e.order),
+        "node": e.node,
+        "pod": e.pod,
+        "causes": json.dumps(e.causes),
+        "data": bytes(e.data).decode(),
+        "recorded_at": datetime.now(UTC),
+    }
+
+
+def _stored(row: Any) -> StoredEvent:
+    r = row._mapping  # Row has a .t attribute of its own; read columns by name
+    run = r["run"]
+    stream = r["stream"]
+    stream = stream[len(run) + 1:] if stream.startswith(run + ":") else stream
+    env = Envelope(
+        id=r["event_id"], type=r["type"], v=r["schema_version"], run=run, t=r["t"],
+        order=_decode_order(r["order_key"]), stream=stream, kind=r["kind"], node=r["node"], pod=r["pod"],
+        causes=json.loads(r["causes"]), data=msgspec.Raw(r["data"].encode()),
+    )
+    recorded = r["recorded_at"]
+    if recorded.tzinfo is None:
+        recorded = recorded.replace(tzinfo=UTC)
+    return StoredEvent(position=r["position"], version=r["version"], recorded_at=recorded, envelope=env)
+
+
+def _upgrade(sync_conn: Any) -> None:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.attributes["connection"] = sync_conn
+    command.upgrade(cfg, "head")
+
+
+def _sqlite_pragmas(engine: AsyncEngine) -> None:
+    @sa_event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        # Take transactions out of the driver's hands so writers can BEGIN IMMEDIATE.
+        dbapi_conn.isolation_level = None
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA busy_timeout=60000")
+        cur.close()
+
+    @sa_event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        immediate = conn.get_execution_options().get("ledgerlet_write", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")

@@ -1,0 +1,263 @@
+"""Stats collector: one observation per node per housekeeping pass.
+
+Closed-loop nodes (with a ``usage`` entry) are observed every ``housekeepingInterval``
+from time 0, derived from usage and what runs there; a ``stats`` event replaces the
+derived observation at its instant. Open-loop nodes are observed only by their
+``stats`` events. Reclaim and pod exits change what later observations show: deleted
+images and collected containers are gone, an exited pod's writable layer and logs stay
+on disk as a dead container until container GC removes them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from ledgerlet_core.codec import convert
+from ledgerlet_core.contracts import decisions as dec
+from ledgerlet_core.contracts import inputs as inp
+from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.contracts.internal import ClockTick, NodeObserved, PodStarted, TimerSet
+from ledgerlet_core.contracts.registry import decode_data
+from ledgerlet_core.eviction.reclaim import ReclaimAction, RuntimeImage, RuntimeView
+from ledgerlet_core.k8s.objects import Node, Pod
+from ledgerlet_core.kubelet_config import KubeletConfig, config_for_node
+from ledgerlet_core.stats import (
+    NodeCapacity,
+    RunningPod,
+    derive_summary,
+    effective_layout,
+    images_in_use,
+    node_capacity,
+    pod_writable_bytes,
+)
+from ledgerlet_core.summary import Summary
+from ledgerlet_core.timefmt import EPOCH, format_rfc3339, parse_rfc3339
+from ledgerlet_core.usage import NodeUsage, PodUsage, parse_node_usage, parse_pod_usage
+from ledgerlet_services.base import Service
+from ledgerlet_services.emitter import Emitter
+from ledgerlet_services.topics import CLOCK, DECISIONS, INPUTS, OBSERVATIONS, TIMERS
+
+#: ClockTick phases: 0 fires ordinary timers, 1 is housekeeping (observations).
+PHASE_TIMERS = 0
+PHASE_HOUSEKEEPING = 1
+FILESYSTEMS_ANNOTATION = "ledgerlet/filesystems"
+
+
+@dataclass(slots=True)
+class _Node:
+    node: Node
+    config: KubeletConfig
+    usage: NodeUsage | None = None
+    capacity: NodeCapacity | None = None
+    layout: str = "single"
+    images: list[RuntimeImage] = field(default_factory=list)
+    dead_containers: int = 0
+    dead_container_bytes: int = 0
+    next_pass: int | None = None
+    pending_stats: list[tuple[Envelope, inp.StatsReported]] = field(default_factory=list)
+    pods: dict[str, Pod] = field(default_factory=dict)  # running, in admission order
+
+
+class Collector(Service):
+    name = "stats-collector"
+    rank = 10
+    topics = (INPUTS, CLOCK, DECISIONS)
+
+    def __init__(self) -> None:
+        self.start: datetime = EPOCH
+        self.base_config: dict[str, Any] = {}
+        self.nodes: dict[str, _Node] = {}
+        self.pod_node: dict[str, str] = {}
+        self.known_pods: dict[str, Pod] = {}
+        self.pod_usage: dict[str, PodUsage] = {}
+        self.timers: set[int] = set()
+
+    # -- dispatch ----------------------------------------------------------------
+    def handle(self, env: Envelope, out: Emitter) -> None:
+        handler = getattr(self, f"_on_{env.type}", None)
+        if handler is not None:
+            handler(env, decode_data(env), out)
+
+    # -- inputs ------------------------------------------------------------------
+    def _on_ScenarioStarted(self, env: Envelope, data: inp.ScenarioStarted, out: Emitter) -> None:
+        self.start = parse_rfc3339(data.start)
+        self.base_config = data.kubelet_config
+
+    def _on_ObjectApplied(self, env: Envelope, data: inp.ObjectApplied, out: Emitter) -> None:
+        kind = data.object.get("kind")
+        if kind == "Node":
+            node = convert(data.object, Node)
+            name = node.metadata.name
+            config = config_for_node(self.base_config, node.metadata.annotations)
+            existing = self.nodes.get(name)
+            if existing is None:
+                self.nodes[name] = _Node(node=node, config=config)
+            else:
+                existing.node, existing.config = node, config
+            self._refresh_layout(self.nodes[name])
+        elif kind == "Pod":
+            pod = convert(data.object, Pod)
+            self.known_pods[pod.key] = pod
+            if data.initial and pod.status.phase not in ("Succeeded", "Failed"):
+                self._place(pod)
+
+    def _on_PodStarted(self, env: Envelope, data: PodStarted, out: Emitter) -> None:
+        # Only the kubelet knows whether a pod that arrived later runs: wait for it to say so.
+        pod = self.known_pods.get(data.pod)
+        if pod is not None and pod.metadata.uid == data.uid:
+            self._place(pod)
+
+    def _place(self, pod: Pod) -> None:
+        node = self.nodes.get(pod.spec.node_name) if pod.spec.node_name else None
+        if node is None:
+            return
+        node.pods[pod.key] = pod
+        self.pod_node[pod.key] = node.node.metadata.name
+
+    def _on_UsageDeclared(self, env: Envelope, data: inp.UsageDeclared, out: Emitter) -> None:
+        key = data.key
+        if key.startswith("node/"):
+            node = self.nodes.get(key[len("node/"):])
+            if node is None:
+                return
+            node.usage = parse_node_usage(data.usage, f"usage.{key}")
+            node.capacity = node_capacity(node.node, node.usage)
+            node.images = [RuntimeImage(name=i.name, size=i.size, in_use=i.in_use, pinned=i.pinned,
+                                        first_detected=env.t) for i in node.usage.images]
+            node.dead_containers = node.usage.dead_containers_count
+            node.dead_container_bytes = node.usage.dead_containers_bytes
+            self._refresh_layout(node)
+            interval = node.config.housekeeping_interval
+            node.next_pass = -(-env.t // interval) * interval
+            self._want_tick(node.next_pass, out)
+        else:
+            self.pod_usage[key] = parse_pod_usage(data.usage, f"usage.{key}")
+
+    def _on_StatsReported(self, env: Envelope, data: inp.StatsReported, out: Emitter) -> None:
+        node = self.nodes.get(data.node)
+        if node is None:
+            return
+        node.pending_stats.append((env, data))
+        self._want_tick(env.t, out)
+
+    # -- decisions ----------------------------------------------------------------
+    def _on_PodTerminated(self, env: Envelope, data: dec.PodTerminated, out: Emitter) -> None:
+        if env.pod is None:
+            return
+        node_name = self.pod_node.get(env.pod)
+        node = self.nodes.get(node_name) if node_name else None
+        pod = node.pods.get(env.pod) if node else None
+        if node is None or pod is None:
+            return
+        usage = self._usage_for(pod)
+        if usage is not None and node.usage is not None:
+            # The exited containers stay on disk (writable layer and logs) until container GC.
+            rootfs, logs = pod_writable_bytes(pod, usage, env.t)
+            node.dead_container_bytes += rootfs + logs
+        node.dead_containers += len(pod.spec.containers)
+        self._stop(env.pod)
+        still_used = {c.image for p in node.pods.values() for c in p.spec.containers}
+        for i, img in enumerate(node.images):
+            if img.name not in still_used and any(c.image == img.name for c in pod.spec.containers):
+                node.images[i] = msgspec.structs.replace(img, last_used=env.t)
+
+    def _on_NodeReclaimed(self, env: Envelope, data: dec.NodeReclaimed, out: Emitter) -> None:
+        node = self.nodes.get(env.node or "")
+        if node is None:
+            return
+        if data.action == ReclaimAction.GARBAGE_COLLECT_CONTAINERS:
+            node.dead_containers = 0
+            node.dead_container_bytes = 0
+        elif data.images:
+            gone = set(data.images)
+            node.images = [i for i in node.images if i.name not in gone]
+
+    def _stop(self, pod_key: str | None) -> None:
+        if pod_key is None:
+            return
+        node_name = self.pod_node.pop(pod_key, None)
+        if node_name and node_name in self.nodes:
+            self.nodes[node_name].pods.pop(pod_key, None)
+
+    # -- the clock ----------------------------------------------------------------
+    def _on_ClockTick(self, env: Envelope, data: ClockTick, out: Emitter) -> None:
+        if data.phase != PHASE_HOUSEKEEPING:
+            return
+        self.timers.discard(env.t)
+        for name, node in self.nodes.items():
+            stats = [s for s in node.pending_stats if s[0].t <= env.t]
+            node.pending_stats = [s for s in node.pending_stats if s[0].t > env.t]
+            if stats:
+                # A recorded Summary replaces the derived observation at its instant.
+                for stats_env, report in stats:
+                    self._observe_stats(name, node, stats_env, report, out)
+                if node.next_pass == env.t:
+                    self._advance(node, env.t, out)
+            elif node.next_pass is not None and node.next_pass <= env.t:
+                self._observe_usage(name, node, env, out)
+                self._advance(node, env.t, out)
+
+    def _advance(self, node: _Node, now: int, out: Emitter) -> None:
+        node.next_pass = now + node.config.housekeeping_interval
+        self._want_tick(node.next_pass, out)
+
+    def _want_tick(self, at: int, out: Emitter) -> None:
+        if at in self.timers:
+            return
+        self.timers.add(at)
+        out.emit(TIMERS, TimerSet(at=at, owner=self.name, purpose="housekeeping", phase=PHASE_HOUSEKEEPING),
+                 stream="clock", key="clock")
+
+    def _observe_stats(self, name: str, node: _Node, env: Envelope, report: inp.StatsReported,
+                       out: Emitter) -> None:
+        summary = convert(report.summary, Summary)
+        after = convert(report.after_reclaim, Summary) if report.after_reclaim is not None else None
+        runtime = self._runtime_view(node) if node.usage is not None else None
+        out.emit(OBSERVATIONS, NodeObserved(node=name, summary=summary, source="stats", after_reclaim=after,
+                                            runtime=runtime),
+                 node=name, causes=[env.id])
+
+    def _observe_usage(self, name: str, node: _Node, tick: Envelope, out: Emitter) -> None:
+        assert node.usage is not None and node.capacity is not None
+        running = [RunningPod(p, self._usage_for(p)) for p in node.pods.values()]
+        summary = derive_summary(
+            name, tick.t, format_rfc3339(self.start, tick.t), node.usage, node.capacity, node.layout,
+            node.images, node.dead_container_bytes, running, self._pods_memory_limit(node),
+        )
+        out.emit(OBSERVATIONS, NodeObserved(node=name, summary=summary, source="usage",
+                                            runtime=self._runtime_view(node)),
+                 node=name, causes=[tick.id])
+
+    def _runtime_view(self, node: _Node) -> RuntimeView:
+        running = [RunningPod(p, None) for p in node.pods.values()]
+        in_use = images_in_use(node.images, running)
+        images = [msgspec.structs.replace(i, in_use=i.name in in_use) for i in node.images]
+        return RuntimeView(layout=node.layout, images=images, dead_containers=node.dead_containers,
+                           dead_container_bytes=node.dead_container_bytes)
+
+    def _pods_memory_limit(self, node: _Node) -> int | None:
+        """The kubepods cgroup limit when allocatable is enforced on pods."""
+        assert node.capacity is not None
+        spec = node.config.spec
+        if "pods" not in spec.enforce_node_allocatable:
+            return None
+        reserved = sum(r["memory"].value() for r in (spec.system_reserved, spec.kube_reserved) if "memory" in r)
+        return node.capacity.memory - reserved
+
+    def _usage_for(self, pod: Pod) -> PodUsage | None:
+        direct = self.pod_usage.get(pod.key)
+        if direct is not None:
+            return direct
+        for ref in pod.metadata.owner_references:
+            found = self.pod_usage.get(f"{pod.metadata.namespace}/{ref.kind}/{ref.name}")
+            if found is not None:
+                return found
+        return None
+
+    def _refresh_layout(self, node: _Node) -> None:
+        node.layout = effective_layout(node.node.metadata.annotations.get(FILESYSTEMS_ANNOTATION),
+                                       node.usage is not None and node.usage.image_fs is not None)

@@ -1,0 +1,224 @@
+"""Eviction manager: the kubelet's node-pressure eviction, one pass per observation.
+
+A thin shell over :func:`ledgerlet_core.eviction.manager.synchronize`: it keeps each
+node's pods (in admission order) and eviction state, turns a pass's result into
+decisions, admits pods arriving at a node under pressure (``Admit``), and stops pods
+(eviction, deletion) by their grace period and their ``ledgerlet/exit-after``.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Any
+
+from ledgerlet_core.codec import convert
+from ledgerlet_core.contracts import decisions as dec
+from ledgerlet_core.contracts import inputs as inp
+from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.contracts.internal import ClockTick, NodeObserved, PodStarted, TimerSet
+from ledgerlet_core.contracts.registry import decode_data
+from ledgerlet_core.duration import SECOND, seconds
+from ledgerlet_core.eviction.manager import EvictionState, PassResult, admit, node_thresholds, synchronize
+from ledgerlet_core.eviction.observations import threshold_quantity
+from ledgerlet_core.eviction.signals import SIGNAL_TO_CONDITION
+from ledgerlet_core.k8s.objects import Node, Pod
+from ledgerlet_core.kubelet_config import KubeletConfig, config_for_node
+from ledgerlet_core.scenario import exit_after_seconds
+from ledgerlet_core.stats import effective_layout
+from ledgerlet_services.base import Service
+from ledgerlet_services.collector import FILESYSTEMS_ANNOTATION, PHASE_TIMERS
+from ledgerlet_services.emitter import Emitter
+from ledgerlet_services.topics import CLOCK, DECISIONS, INPUTS, OBSERVATIONS, TIMERS
+
+
+@dataclass(slots=True)
+class _Node:
+    node: Node
+    config: KubeletConfig
+    layout: str
+    state: EvictionState = field(default_factory=EvictionState)
+    #: pods that are active on the node (admitted, not told to stop), in admission order
+    active: dict[str, Pod] = field(default_factory=dict)
+
+
+@dataclass(order=True, slots=True)
+class _Exit:
+    at: int
+    seq: int
+    pod: str = field(compare=False)
+    node: str = field(compare=False)
+    data: dec.PodTerminated = field(compare=False)
+    cause: str = field(compare=False)
+
+
+class EvictionManager(Service):
+    name = "eviction-manager"
+    rank = 20
+    topics = (INPUTS, CLOCK, OBSERVATIONS)
+
+    def __init__(self) -> None:
+        self.base_config: dict[str, Any] = {}
+        self.nodes: dict[str, _Node] = {}
+        self.pod_node: dict[str, str] = {}
+        self.exits: list[_Exit] = []
+        self._exit_seq = 0
+        self._timers: set[int] = set()
+
+    def handle(self, env: Envelope, out: Emitter) -> None:
+        handler = getattr(self, f"_on_{env.type}", None)
+        if handler is not None:
+            handler(env, decode_data(env), out)
+
+    # -- inputs ------------------------------------------------------------------
+    def _on_ScenarioStarted(self, env: Envelope, data: inp.ScenarioStarted, out: Emitter) -> None:
+        self.base_config = data.kubelet_config
+
+    def _on_ObjectApplied(self, env: Envelope, data: inp.ObjectApplied, out: Emitter) -> None:
+        kind = data.object.get("kind")
+        if kind == "Node":
+            node = convert(data.object, Node)
+            config = config_for_node(self.base_config, node.metadata.annotations)
+            layout = effective_layout(node.metadata.annotations.get(FILESYSTEMS_ANNOTATION), False)
+            existing = self.nodes.get(node.metadata.name)
+            if existing is None:
+                self.nodes[node.metadata.name] = _Node(node, config, layout)
+            else:
+                existing.node, existing.config, existing.layout = node, config, layout
+        elif kind == "Pod":
+            self._pod_applied(env, convert(data.object, Pod), data.initial, out)
+
+    def _pod_applied(self, env: Envelope, pod: Pod, initial: bool, out: Emitter) -> None:
+        node = self.nodes.get(pod.spec.node_name) if pod.spec.node_name else None
+        if node is None:
+            return
+        key = pod.key
+        if key in node.active:
+            node.active[key] = pod  # an update of a pod already running here
+            return
+        if initial:
+            if pod.status.phase not in ("Succeeded", "Failed"):
+                node.active[key] = pod
+                self.pod_node[key] = node.node.metadata.name
+            return
+        ok, reason, message = admit(pod, node.state.conditions)
+        if not ok:
+            out.emit(DECISIONS, dec.PodRejected(reason=reason, message=message, admitter="kubelet"),
+                     node=node.node.metadata.name, pod=key)
+            return
+        node.active[key] = pod
+        self.pod_node[key] = node.node.metadata.name
+        out.emit(DECISIONS, PodStarted(node=node.node.metadata.name, pod=key, uid=pod.metadata.uid),
+                 node=node.node.metadata.name, pod=key)
+
+    def _on_ObjectDeleted(self, env: Envelope, data: inp.ObjectDeleted, out: Emitter) -> None:
+        if data.kind != "Pod":
+            return
+        key = f"{data.namespace or 'default'}/{data.name}"
+        node_name = self.pod_node.get(key)
+        node = self.nodes.get(node_name) if node_name else None
+        pod = node.active.pop(key, None) if node else None
+        if node is None or pod is None:
+            return
+        own = pod.spec.termination_grace_period_seconds or 0
+        grace = data.grace_period_seconds if data.grace_period_seconds is not None else own
+        reason = "ForceDeleted" if data.force else "Deleted"
+        self._stop(env, node.node.metadata.name, pod, grace, reason, env.id, out)
+
+    # -- passes ------------------------------------------------------------------
+    def _on_NodeObserved(self, env: Envelope, data: NodeObserved, out: Emitter) -> None:
+        node = self.nodes.get(data.node)
+        if node is None:
+            return
+        layout = data.runtime.layout if data.runtime is not None else node.layout
+        result = synchronize(
+            now=env.t, config=node.config, layout=layout, state=node.state, summary=data.summary,
+            active_pods=list(node.active.values()), runtime=data.runtime, after_reclaim=data.after_reclaim,
+        )
+        node.state = result.state
+        self._emit_pass(env, data.node, node, result, out)
+
+    def _emit_pass(self, env: Envelope, name: str, node: _Node, result: PassResult, out: Emitter) -> None:
+        met_written = [t.written for t in result.met]
+        for change in result.condition_changes:
+            out.emit(DECISIONS, dec.NodeConditionChanged(
+                condition=change.condition, status=change.status, reason=change.reason, message=change.message,
+                thresholds=[w for t, w in zip(result.met, met_written, strict=True)
+                            if change.status == "True" and SIGNAL_TO_CONDITION[t.signal] == change.condition],
+            ), node=name)
+        chosen = result.chosen
+        for r in result.reclaims:
+            if r.bytes_freed == 0:
+                continue  # attempted but freed nothing: recorded on the eviction it led to
+            out.emit(DECISIONS, dec.NodeReclaimed(
+                signal=str(chosen.signal) if chosen else "", action=str(r.action), bytes_freed=r.bytes_freed,
+                images=list(r.images), containers=r.containers,
+            ), node=name)
+        ev = result.eviction
+        if ev is None:
+            return
+        pod_key = ev.pod.key
+        first = {t.written + str(t.grace_period): at for t, at in result.state.first_observed}
+        seen = [
+            dec.ThresholdSeen(
+                threshold=t.written,
+                quantity=threshold_quantity(t, result.observations[t.signal], with_min_reclaim=False).value(),
+                available=result.observations[t.signal].available.value(),
+                capacity=result.observations[t.signal].capacity.value(),
+                hard=t.hard,
+                grace_period_seconds=t.grace_period / SECOND,
+                first_observed_at=first[t.written + str(t.grace_period)] / SECOND
+                if t.written + str(t.grace_period) in first else None,
+            )
+            for t in result.met if t.signal in result.observations
+        ]
+        evicted = out.emit(DECISIONS, dec.PodEvicted(
+            signal=str(ev.threshold.signal),
+            threshold=ev.threshold.written,
+            observed=ev.observed.value(),
+            grace_period_seconds=ev.grace_period_seconds,
+            message=ev.message,
+            ranking=[e.pod for e in ev.ranking],
+            resource=ev.resource,
+            threshold_quantity=ev.threshold_quantity.value(),
+            capacity=ev.capacity.value(),
+            hard=ev.threshold.hard,
+            ranking_details=list(ev.ranking),
+            thresholds_met=seen,
+            offending_containers=list(ev.offending_containers),
+            offending_containers_usage=list(ev.offending_containers_usage),
+            skipped_critical=list(ev.skipped_critical),
+            node_reclaim=[dec.ReclaimAttempt(action=str(r.action), bytes_freed=r.bytes_freed) for r in result.reclaims],
+        ), node=name, pod=pod_key)
+        node.active.pop(pod_key, None)
+        self._stop(env, name, ev.pod, ev.grace_period_seconds, "Evicted", evicted.id, out)
+
+    # -- stopping pods -------------------------------------------------------------
+    def _stop(self, env: Envelope, node: str, pod: Pod, grace: int, reason: str, cause: str,
+              out: Emitter) -> None:
+        """The pod gets SIGTERM now and exits after ``exit-after`` or its grace, whichever first."""
+        exit_in = min(seconds(exit_after_seconds(pod)), max(grace, 0) * SECOND)
+        data = dec.PodTerminated(reason=reason, grace_period_seconds=grace, killed_at=env.t / SECOND)
+        if exit_in == 0:
+            out.emit(DECISIONS, data, node=node, pod=pod.key, causes=[cause])
+            self.pod_node.pop(pod.key, None)
+            return
+        self._exit_seq += 1
+        at = env.t + exit_in
+        heapq.heappush(self.exits, _Exit(at, self._exit_seq, pod.key, node, data, cause))
+        if at not in self._timers:
+            self._timers.add(at)
+            out.emit(TIMERS, TimerSet(at=at, owner=self.name, purpose="pod-exit", phase=PHASE_TIMERS),
+                     stream="clock", key="clock")
+
+    def _on_ClockTick(self, env: Envelope, data: ClockTick, out: Emitter) -> None:
+        if data.phase != PHASE_TIMERS:
+            return
+        self._timers.discard(env.t)
+        while self.exits and self.exits[0].at <= env.t:
+            e = heapq.heappop(self.exits)
+            out.emit(DECISIONS, e.data, node=e.node, pod=e.pod, causes=[e.cause])
+            self.pod_node.pop(e.pod, None)
+
+
+__all__ = ["EvictionManager", "node_thresholds"]
