@@ -36,8 +36,9 @@ class TopicSpec:
 
 
 class Producer(Protocol):
-    async def send(self, topic: str, value: bytes, *, key: bytes | None = None,
-                   headers: Sequence[tuple[str, bytes]] = ()) -> None:
+    async def send(
+        self, topic: str, value: bytes, *, key: bytes | None = None, headers: Sequence[tuple[str, bytes]] = ()
+    ) -> None:
         """Queue a record; it is durable once :meth:`flush` returns."""
 
     async def flush(self) -> None:

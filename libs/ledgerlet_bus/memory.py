@@ -57,8 +57,7 @@ class MemoryBus:
     def producer(self) -> MemoryProducer:
         return MemoryProducer(self)
 
-    def append(self, topic: str, value: bytes, key: bytes | None,
-               headers: Sequence[tuple[str, bytes]]) -> Record:
+    def append(self, topic: str, value: bytes, key: bytes | None, headers: Sequence[tuple[str, bytes]]) -> Record:
         parts = self._partitions(topic)
         p = partition_for(key, len(parts)) if key is not None else 0
         rec = Record(topic, p, len(parts[p]), key, value, tuple(headers))
@@ -143,8 +142,9 @@ class MemoryProducer:
         self._bus = bus
         self._pending = 0
 
-    async def send(self, topic: str, value: bytes, *, key: bytes | None = None,
-                   headers: Sequence[tuple[str, bytes]] = ()) -> None:
+    async def send(
+        self, topic: str, value: bytes, *, key: bytes | None = None, headers: Sequence[tuple[str, bytes]] = ()
+    ) -> None:
         self._bus.append(topic, value, key, headers)
         self._pending += 1
 
@@ -172,7 +172,7 @@ class MemoryConsumer:
             part = self._bus._topics[tp[0]][tp[1]]
             pos = self.positions.get(tp, 0)
             if pos < len(part):
-                take = part[pos:pos + max(max_records - len(out), 0)]
+                take = part[pos : pos + max(max_records - len(out), 0)]
                 out.extend(take)
                 self.positions[tp] = pos + len(take)
             if len(out) >= max_records:

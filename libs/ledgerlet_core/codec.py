@@ -24,7 +24,7 @@ def quantity_from(obj: object) -> Quantity:
     if isinstance(obj, Quantity):
         return obj
     if isinstance(obj, bool) or not isinstance(obj, (str, int, float)):
-        raise TypeError(f"expected a quantity such as \"100Mi\", got {type(obj).__name__}")
+        raise TypeError(f'expected a quantity such as "100Mi", got {type(obj).__name__}')
     text = obj.strip() if isinstance(obj, str) else _number_text(obj)
     return parse_quantity(text)
 
@@ -68,6 +68,7 @@ def _located(exc: msgspec.ValidationError, data: Any, *, obj: str, prefix: str) 
     if missing:
         field = f"{field}.{missing.group(1)}" if field else missing.group(1)
         message = "required field is missing"
+    message = message.replace(" | null`", "`")  # optional fields: the type users must write
     message = message[0].lower() + message[1:] if message else message
     if prefix:
         field = f"{prefix}.{field}" if field else prefix

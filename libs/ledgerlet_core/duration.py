@@ -18,7 +18,14 @@ MINUTE: Final = 60 * SECOND
 HOUR: Final = 60 * MINUTE
 
 _UNITS: Final[dict[str, int]] = {
-    "ns": NS, "us": US, "\u00b5s": US, "\u03bcs": US, "ms": MS, "s": SECOND, "m": MINUTE, "h": HOUR,
+    "ns": NS,
+    "us": US,
+    "\u00b5s": US,
+    "\u03bcs": US,
+    "ms": MS,
+    "s": SECOND,
+    "m": MINUTE,
+    "h": HOUR,
 }
 _MAX: Final = 2**63 - 1
 

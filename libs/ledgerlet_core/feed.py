@@ -61,7 +61,15 @@ def scenario_feed(scenario: Scenario, run: str) -> list[Envelope]:
     out: list[Envelope] = []
     for index, (t, data) in enumerate(items):
         stream, node, pod = _routing(data)
-        out.append(make_envelope(data, run=run, t=t, order=[INPUT_ORDER, index], stream=stream,  # type: ignore[arg-type]
-                                 node=node, pod=pod))
+        out.append(
+            make_envelope(
+                data,
+                run=run,
+                t=t,
+                order=[INPUT_ORDER, index],
+                stream=stream,  # type: ignore[arg-type]
+                node=node,
+                pod=pod,
+            )
+        )
     return out
-

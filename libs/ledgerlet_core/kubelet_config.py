@@ -156,28 +156,42 @@ def _fail(message: str, obj: str, field: str) -> InputError:
 def _validate(spec: KubeletConfigSpec, d: Mapping[str, int], gates: Mapping[str, bool], obj: str) -> None:
     high, low = spec.image_gc_high_threshold_percent, spec.image_gc_low_threshold_percent
     if not 0 <= high <= 100:
-        raise _fail(f"imageGCHighThresholdPercent (--image-gc-high-threshold) {high} must be between 0 and "
-                    "100, inclusive", obj, "imageGCHighThresholdPercent")
+        raise _fail(
+            f"imageGCHighThresholdPercent (--image-gc-high-threshold) {high} must be between 0 and 100, inclusive",
+            obj,
+            "imageGCHighThresholdPercent",
+        )
     if not 0 <= low <= 100:
-        raise _fail(f"imageGCLowThresholdPercent (--image-gc-low-threshold) {low} must be between 0 and 100, "
-                    "inclusive", obj, "imageGCLowThresholdPercent")
+        raise _fail(
+            f"imageGCLowThresholdPercent (--image-gc-low-threshold) {low} must be between 0 and 100, inclusive",
+            obj,
+            "imageGCLowThresholdPercent",
+        )
     if low >= high:
-        raise _fail(f"imageGCLowThresholdPercent (--image-gc-low-threshold) {low} must be less than "
-                    f"imageGCHighThresholdPercent (--image-gc-high-threshold) {high}", obj,
-                    "imageGCLowThresholdPercent")
+        raise _fail(
+            f"imageGCLowThresholdPercent (--image-gc-low-threshold) {low} must be less than "
+            f"imageGCHighThresholdPercent (--image-gc-high-threshold) {high}",
+            obj,
+            "imageGCLowThresholdPercent",
+        )
     min_age, max_age = d["image_minimum_gc_age"], d["image_maximum_gc_age"]
     if min_age < 0:
         raise _fail(f"imageMinimumGCAge {format_duration(min_age)} must not be negative", obj, "imageMinimumGCAge")
     if max_age < 0:
         raise _fail(f"imageMaximumGCAge {format_duration(max_age)} must not be negative", obj, "imageMaximumGCAge")
     if max_age > 0 and max_age <= min_age:
-        raise _fail(f"imageMaximumGCAge {format_duration(max_age)} must be greater than imageMinimumGCAge "
-                    f"{format_duration(min_age)}", obj, "imageMaximumGCAge")
+        raise _fail(
+            f"imageMaximumGCAge {format_duration(max_age)} must be greater than imageMinimumGCAge "
+            f"{format_duration(min_age)}",
+            obj,
+            "imageMaximumGCAge",
+        )
     if spec.max_pods < 0:
         raise _fail(f"maxPods (--max-pods) {spec.max_pods} must not be a negative number", obj, "maxPods")
     if spec.pods_per_core < 0:
-        raise _fail(f"podsPerCore (--pods-per-core) {spec.pods_per_core} must not be a negative number",
-                    obj, "podsPerCore")
+        raise _fail(
+            f"podsPerCore (--pods-per-core) {spec.pods_per_core} must not be a negative number", obj, "podsPerCore"
+        )
     for attr in ("housekeeping_interval", "node_status_update_frequency", "image_gc_period"):
         if d[attr] <= 0:
             name = _DURATION_FIELDS[attr]
@@ -188,12 +202,19 @@ def _validate(spec: KubeletConfigSpec, d: Mapping[str, int], gates: Mapping[str,
     enforcements = spec.enforce_node_allocatable
     for value in enforcements:
         if value not in _VALID_ENFORCEMENTS:
-            raise _fail(f'option "{value}" specified for enforceNodeAllocatable (--enforce-node-allocatable). '
-                        'Valid options are "pods", "system-reserved", "kube-reserved", or "none"', obj,
-                        "enforceNodeAllocatable")
+            raise _fail(
+                f'option "{value}" specified for enforceNodeAllocatable (--enforce-node-allocatable). '
+                'Valid options are "pods", "system-reserved", "kube-reserved", or "none"',
+                obj,
+                "enforceNodeAllocatable",
+            )
     if "none" in enforcements and len(set(enforcements)) > 1:
-        raise _fail('enforceNodeAllocatable (--enforce-node-allocatable) may not contain additional '
-                    'enforcements when "none" is specified', obj, "enforceNodeAllocatable")
+        raise _fail(
+            "enforceNodeAllocatable (--enforce-node-allocatable) may not contain additional "
+            'enforcements when "none" is specified',
+            obj,
+            "enforceNodeAllocatable",
+        )
     for kind, reserved in (("systemReserved", spec.system_reserved), ("kubeReserved", spec.kube_reserved)):
         for resource, q in reserved.items():
             if q.sign() < 0:
@@ -204,25 +225,46 @@ def _validate_shutdown(spec: KubeletConfigSpec, d: Mapping[str, int], gates: Map
     period, critical = d["shutdown_grace_period"], d["shutdown_grace_period_critical_pods"]
     if gates["GracefulNodeShutdown"]:
         if critical > period:
-            raise _fail(f"shutdownGracePeriodCriticalPods {format_duration(critical)} must be <= "
-                        f"shutdownGracePeriod {format_duration(period)}", obj, "shutdownGracePeriodCriticalPods")
+            raise _fail(
+                f"shutdownGracePeriodCriticalPods {format_duration(critical)} must be <= "
+                f"shutdownGracePeriod {format_duration(period)}",
+                obj,
+                "shutdownGracePeriodCriticalPods",
+            )
         if period < 0 or 0 < period < SECOND:
-            raise _fail(f"shutdownGracePeriod {format_duration(period)} must be either zero or otherwise >= 1 sec",
-                        obj, "shutdownGracePeriod")
+            raise _fail(
+                f"shutdownGracePeriod {format_duration(period)} must be either zero or otherwise >= 1 sec",
+                obj,
+                "shutdownGracePeriod",
+            )
         if critical < 0 or 0 < critical < SECOND:
-            raise _fail(f"shutdownGracePeriodCriticalPods {format_duration(critical)} must be either zero or "
-                        "otherwise >= 1 sec", obj, "shutdownGracePeriodCriticalPods")
+            raise _fail(
+                f"shutdownGracePeriodCriticalPods {format_duration(critical)} must be either zero or "
+                "otherwise >= 1 sec",
+                obj,
+                "shutdownGracePeriodCriticalPods",
+            )
     elif period > 0 or critical > 0:
-        raise _fail("specifying shutdownGracePeriod or shutdownGracePeriodCriticalPods requires feature gate "
-                    "GracefulNodeShutdown", obj, "shutdownGracePeriod")
+        raise _fail(
+            "specifying shutdownGracePeriod or shutdownGracePeriodCriticalPods requires feature gate "
+            "GracefulNodeShutdown",
+            obj,
+            "shutdownGracePeriod",
+        )
     by_priority = spec.shutdown_grace_period_by_pod_priority
     if gates["GracefulNodeShutdownBasedOnPodPriority"]:
         if by_priority and (period > 0 or critical > 0):
-            raise _fail("Cannot specify both shutdownGracePeriodByPodPriority and shutdownGracePeriod at the "
-                        "same time", obj, "shutdownGracePeriodByPodPriority")
+            raise _fail(
+                "Cannot specify both shutdownGracePeriodByPodPriority and shutdownGracePeriod at the same time",
+                obj,
+                "shutdownGracePeriodByPodPriority",
+            )
     elif by_priority:
-        raise _fail("Specifying shutdownGracePeriodByPodPriority requires feature gate "
-                    "GracefulNodeShutdownBasedOnPodPriority", obj, "shutdownGracePeriodByPodPriority")
+        raise _fail(
+            "Specifying shutdownGracePeriodByPodPriority requires feature gate GracefulNodeShutdownBasedOnPodPriority",
+            obj,
+            "shutdownGracePeriodByPodPriority",
+        )
 
 
 KUBELET_CONFIG_ANNOTATION: Final = "ledgerlet/kubelet-config"

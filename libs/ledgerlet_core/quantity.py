@@ -39,10 +39,24 @@ ERR_NUMERIC: Final = "unable to parse numeric part of quantity"
 ERR_SUFFIX: Final = "unable to parse quantity's suffix"
 
 _DECIMAL_SUFFIXES: Final[dict[str, int]] = {
-    "n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18,
+    "n": -9,
+    "u": -6,
+    "m": -3,
+    "": 0,
+    "k": 3,
+    "M": 6,
+    "G": 9,
+    "T": 12,
+    "P": 15,
+    "E": 18,
 }
 _BINARY_SUFFIXES: Final[dict[str, int]] = {
-    "Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60,
+    "Ki": 10,
+    "Mi": 20,
+    "Gi": 30,
+    "Ti": 40,
+    "Pi": 50,
+    "Ei": 60,
 }
 _DECIMAL_BY_EXP: Final = {v: k for k, v in _DECIMAL_SUFFIXES.items()}
 _BINARY_BY_EXP: Final = {v: k for k, v in _BINARY_SUFFIXES.items()}

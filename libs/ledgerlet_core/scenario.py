@@ -42,9 +42,18 @@ FILESYSTEMS_ANNOTATION: Final = "ledgerlet/filesystems"
 EXIT_AFTER_ANNOTATION: Final = "ledgerlet/exit-after"
 UID_NAMESPACE: Final = uuid.UUID("5b0c1c8e-8a57-5b8e-9d3b-6c6564676c74")
 
-_SPEC_FIELDS: Final = frozenset({
-    "start", "duration", "kubeletConfig", "schedulerConfig", "controllerConfig", "objects", "usage", "events",
-})
+_SPEC_FIELDS: Final = frozenset(
+    {
+        "start",
+        "duration",
+        "kubeletConfig",
+        "schedulerConfig",
+        "controllerConfig",
+        "objects",
+        "usage",
+        "events",
+    }
+)
 _ACTIONS: Final = ("apply", "delete", "stats", "shutdown", "powerOff", "powerOn", "taint", "untaint")
 
 
@@ -229,7 +238,7 @@ def _load(text: str, source: str) -> Scenario:
         if not isinstance(key, str) or key.count("/") not in (1, 2):
             raise InputError("keys are node/NAME, NAMESPACE/POD or NAMESPACE/KIND/NAME", obj="spec", field=where)
         if key.startswith("node/"):
-            node = key[len("node/"):]
+            node = key[len("node/") :]
             if node not in known_nodes:
                 raise InputError(f"usage for unknown node {node!r}", obj="spec", field=where)
             node_usage[node] = _located(lambda raw=raw, where=where: parse_node_usage(raw, where))
@@ -243,11 +252,23 @@ def _load(text: str, source: str) -> Scenario:
             warnings.append(f"events[{e.index}]: at {e.at / 1e9:g}s is after the duration; it will not run")
 
     return Scenario(
-        name=name, source=source, digest=hashlib.sha256(text.encode()).hexdigest(), start=start,
-        duration=duration, kubelet_config_raw=dict(kubelet_raw), kubelet_config=kubelet,
-        scheduler_config=scheduler, controller_config=controller, objects=objects,
-        usage={k: v for k, v in usage_raw.items()}, node_usage=node_usage, pod_usage=pod_usage,
-        events=events, node_order=node_order, node_configs=node_configs, warnings=warnings,
+        name=name,
+        source=source,
+        digest=hashlib.sha256(text.encode()).hexdigest(),
+        start=start,
+        duration=duration,
+        kubelet_config_raw=dict(kubelet_raw),
+        kubelet_config=kubelet,
+        scheduler_config=scheduler,
+        controller_config=controller,
+        objects=objects,
+        usage=dict(usage_raw),
+        node_usage=node_usage,
+        pod_usage=pod_usage,
+        events=events,
+        node_order=node_order,
+        node_configs=node_configs,
+        warnings=warnings,
     )
 
 
@@ -273,12 +294,17 @@ def _objects(raw_objects: Any) -> tuple[list[AnyObject], list[str]]:
             continue
         key = (obj.kind, obj.metadata.namespace, obj.metadata.name)
         if key in seen:
-            raise InputError(f"duplicate object: already defined at objects[{seen[key]}]", obj=label,
-                             field="metadata.name")
+            raise InputError(
+                f"duplicate object: already defined at objects[{seen[key]}]", obj=label, field="metadata.name"
+            )
         seen[key] = i
         if not obj.metadata.uid:
-            obj = msgspec.structs.replace(obj, metadata=msgspec.structs.replace(
-                obj.metadata, uid=default_uid(obj.kind, obj.metadata.namespace, obj.metadata.name)))
+            obj = msgspec.structs.replace(
+                obj,
+                metadata=msgspec.structs.replace(
+                    obj.metadata, uid=default_uid(obj.kind, obj.metadata.namespace, obj.metadata.name)
+                ),
+            )
         out.append(obj)
     return out, warnings
 
@@ -293,8 +319,9 @@ def _event(index: int, raw: Any) -> ScenarioEvent:
     actions = [a for a in _ACTIONS if a in raw]
     extra = [k for k in raw if k not in (*_ACTIONS, "at", "afterReclaim")]
     if len(actions) != 1 or extra:
-        raise InputError(f"expected exactly one of {', '.join(_ACTIONS)}; got {sorted(k for k in raw if k != 'at')}",
-                         obj=label)
+        raise InputError(
+            f"expected exactly one of {', '.join(_ACTIONS)}; got {sorted(k for k in raw if k != 'at')}", obj=label
+        )
     action = actions[0]
     body = raw[action]
     data: msgspec.Struct
@@ -310,11 +337,15 @@ def _event(index: int, raw: Any) -> ScenarioEvent:
         summary = convert(body, Summary, obj=label, prefix="stats")
         after = raw.get("afterReclaim")
         after_summary = convert(after, Summary, obj=label, prefix="afterReclaim") if after is not None else None
-        data = ev.StatsReported(node=summary.node.node_name, summary=to_builtins(summary),
-                                after_reclaim=to_builtins(after_summary) if after_summary else None)
+        data = ev.StatsReported(
+            node=summary.node.node_name,
+            summary=to_builtins(summary),
+            after_reclaim=to_builtins(after_summary) if after_summary else None,
+        )
     elif action in ("shutdown", "powerOff", "powerOn"):
-        model = {"shutdown": ev.NodeShutdownRequested, "powerOff": ev.NodePoweredOff,
-                 "powerOn": ev.NodePoweredOn}[action]
+        model = {"shutdown": ev.NodeShutdownRequested, "powerOff": ev.NodePoweredOff, "powerOn": ev.NodePoweredOn}[
+            action
+        ]
         data = convert(body, model, obj=label, prefix=action)
     elif action == "taint":
         data = convert(body, ev.NodeTainted, obj=label, prefix="taint")
@@ -325,22 +356,28 @@ def _event(index: int, raw: Any) -> ScenarioEvent:
     return ScenarioEvent(index=index, at=at, action=action, data=data)
 
 
-def _node_configs(objects: list[AnyObject], events: list[ScenarioEvent],
-                  base: Mapping[str, Any]) -> dict[str, KubeletConfig]:
+def _node_configs(
+    objects: list[AnyObject], events: list[ScenarioEvent], base: Mapping[str, Any]
+) -> dict[str, KubeletConfig]:
     """Resolve every node's ``ledgerlet/kubelet-config`` override and check its layout."""
     out: dict[str, KubeletConfig] = {}
-    nodes: list[tuple[str, Node]] = [(f"objects[{i}] Node {o.metadata.name}", o)
-                                     for i, o in enumerate(objects) if isinstance(o, Node)]
+    nodes: list[tuple[str, Node]] = [
+        (f"objects[{i}] Node {o.metadata.name}", o) for i, o in enumerate(objects) if isinstance(o, Node)
+    ]
     for e in events:
         if isinstance(e.data, ev.ObjectApplied) and e.data.object.get("kind") == "Node":
-            nodes.append((f"events[{e.index}].apply Node {e.data.object['metadata']['name']}",
-                          convert(e.data.object, Node)))
+            nodes.append(
+                (f"events[{e.index}].apply Node {e.data.object['metadata']['name']}", convert(e.data.object, Node))
+            )
     for label, node in nodes:
         annotations = node.metadata.annotations
         layout = annotations.get(FILESYSTEMS_ANNOTATION)
         if layout is not None and layout not in LAYOUTS:
-            raise InputError(f"expected one of {', '.join(LAYOUTS)}, got {layout!r}", obj=label,
-                             field=f"metadata.annotations.{FILESYSTEMS_ANNOTATION}")
+            raise InputError(
+                f"expected one of {', '.join(LAYOUTS)}, got {layout!r}",
+                obj=label,
+                field=f"metadata.annotations.{FILESYSTEMS_ANNOTATION}",
+            )
         if KUBELET_CONFIG_ANNOTATION in annotations:
             out[node.metadata.name] = config_for_node(base, annotations, obj=label)
     return out
@@ -349,8 +386,9 @@ def _node_configs(objects: list[AnyObject], events: list[ScenarioEvent],
 def _check_references(objects: list[AnyObject], events: list[ScenarioEvent], nodes: set[str]) -> None:
     for i, obj in enumerate(objects):
         if isinstance(obj, Pod) and obj.spec.node_name and obj.spec.node_name not in nodes:
-            raise InputError(f"unknown node {obj.spec.node_name!r}", obj=f"objects[{i}] Pod {obj.key}",
-                             field="spec.nodeName")
+            raise InputError(
+                f"unknown node {obj.spec.node_name!r}", obj=f"objects[{i}] Pod {obj.key}", field="spec.nodeName"
+            )
     for e in events:
         node = getattr(e.data, "node", None)
         if isinstance(node, str) and node not in nodes:
@@ -359,8 +397,7 @@ def _check_references(objects: list[AnyObject], events: list[ScenarioEvent], nod
         if isinstance(e.data, ev.ObjectApplied) and e.data.object.get("kind") == "Pod":
             node_name = e.data.object.get("spec", {}).get("nodeName")
             if node_name and node_name not in nodes:
-                raise InputError(f"unknown node {node_name!r}", obj=f"events[{e.index}].apply",
-                                 field="spec.nodeName")
+                raise InputError(f"unknown node {node_name!r}", obj=f"events[{e.index}].apply", field="spec.nodeName")
 
 
 def _resolve_initial_pods(objects: list[AnyObject]) -> list[AnyObject]:
@@ -381,15 +418,19 @@ def _resolve_initial_pods(objects: list[AnyObject]) -> list[AnyObject]:
     return out
 
 
-def _admit_initial_pod(pod: Pod, classes: Mapping[str, PriorityClass], default: PriorityClass | None,
-                       label: str) -> Pod:
+def _admit_initial_pod(
+    pod: Pod, classes: Mapping[str, PriorityClass], default: PriorityClass | None, label: str
+) -> Pod:
     spec = pod.spec
     name = spec.priority_class_name
     if name:
         pc = classes.get(name)
         if pc is None:
-            raise InputError(f'pods "{pod.metadata.name}" is forbidden: no PriorityClass with name {name} was found',
-                             obj=label, field="spec.priorityClassName")
+            raise InputError(
+                f'pods "{pod.metadata.name}" is forbidden: no PriorityClass with name {name} was found',
+                obj=label,
+                field="spec.priorityClassName",
+            )
         value, policy = pc.value, pc.preemption_policy
     elif default is not None:
         name, value, policy = default.metadata.name, default.value, default.preemption_policy
@@ -399,9 +440,12 @@ def _admit_initial_pod(pod: Pod, classes: Mapping[str, PriorityClass], default: 
         raise InputError(
             f'pods "{pod.metadata.name}" is forbidden: the integer value of priority ({spec.priority}) must not be '
             f"provided in pod spec; priority admission controller computed {value} from the given PriorityClass name",
-            obj=label, field="spec.priority")
-    spec = msgspec.structs.replace(spec, priority_class_name=name, priority=value,
-                                   preemption_policy=spec.preemption_policy or policy)
+            obj=label,
+            field="spec.priority",
+        )
+    spec = msgspec.structs.replace(
+        spec, priority_class_name=name, priority=value, preemption_policy=spec.preemption_policy or policy
+    )
     pod = msgspec.structs.replace(pod, spec=spec)
     status = pod.status
     changes: dict[str, Any] = {}

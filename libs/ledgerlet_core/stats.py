@@ -135,8 +135,7 @@ class _PodNumbers:
 def _container_values(pod: Pod, usage: PodUsage, t: int) -> list[tuple[str, int, int, int]]:
     names = [c.name for c in pod.spec.containers]
     per: dict[str, list[int]] = {n: [0, 0, 0] for n in names}
-    for idx, (res, pod_series) in enumerate((("memory", usage.memory), ("rootfs", usage.rootfs),
-                                               ("logs", usage.logs))):
+    for idx, (res, pod_series) in enumerate((("memory", usage.memory), ("rootfs", usage.rootfs), ("logs", usage.logs))):
         split = [(n, getattr(c, res)) for n, c in usage.containers.items() if getattr(c, res) is not None]
         if split:
             for n, s in split:
@@ -162,13 +161,15 @@ def _pod_numbers(rp: RunningPod, t: int, time: str) -> _PodNumbers:
         mem += m
         rootfs += r
         logs += lg
-        containers.append(ContainerStats(
-            name=name,
-            memory=MemoryStats(time=time, working_set_bytes=m, usage_bytes=m),
-            # A pod's inode count is carried on its first container's writable layer.
-            rootfs=FsStats(time=time, used_bytes=r, inodes_used=inodes if i == 0 else 0),
-            logs=FsStats(time=time, used_bytes=lg, inodes_used=0),
-        ))
+        containers.append(
+            ContainerStats(
+                name=name,
+                memory=MemoryStats(time=time, working_set_bytes=m, usage_bytes=m),
+                # A pod's inode count is carried on its first container's writable layer.
+                rootfs=FsStats(time=time, used_bytes=r, inodes_used=inodes if i == 0 else 0),
+                logs=FsStats(time=time, used_bytes=lg, inodes_used=0),
+            )
+        )
     volumes: list[VolumeStats] = []
     vol_total = 0
     local = local_volume_names(pod)
@@ -240,17 +241,32 @@ def derive_summary(
 
     if layout == LAYOUT_DEDICATED_IMAGEFS and capacity.imagefs is not None:
         nodefs = _fs(capacity.nodefs, sys_fs + logs_volumes, capacity.nodefs_inodes, sys_inodes, time)
-        imagefs = _fs(capacity.imagefs, image_bytes + dead_containers_bytes + rootfs,
-                      capacity.imagefs_inodes or 0, pod_inodes, time)
+        imagefs = _fs(
+            capacity.imagefs,
+            image_bytes + dead_containers_bytes + rootfs,
+            capacity.imagefs_inodes or 0,
+            pod_inodes,
+            time,
+        )
         containerfs = imagefs
     elif layout == LAYOUT_SPLIT_IMAGEFS and capacity.imagefs is not None:
-        nodefs = _fs(capacity.nodefs, sys_fs + dead_containers_bytes + rootfs + logs_volumes,
-                     capacity.nodefs_inodes, sys_inodes + pod_inodes, time)
+        nodefs = _fs(
+            capacity.nodefs,
+            sys_fs + dead_containers_bytes + rootfs + logs_volumes,
+            capacity.nodefs_inodes,
+            sys_inodes + pod_inodes,
+            time,
+        )
         imagefs = _fs(capacity.imagefs, image_bytes, capacity.imagefs_inodes or 0, 0, time)
         containerfs = nodefs
     else:  # one filesystem holds everything; the runtime reports it as imagefs too
-        nodefs = _fs(capacity.nodefs, sys_fs + image_bytes + dead_containers_bytes + rootfs + logs_volumes,
-                     capacity.nodefs_inodes, sys_inodes + pod_inodes, time)
+        nodefs = _fs(
+            capacity.nodefs,
+            sys_fs + image_bytes + dead_containers_bytes + rootfs + logs_volumes,
+            capacity.nodefs_inodes,
+            sys_inodes + pod_inodes,
+            time,
+        )
         imagefs = containerfs = nodefs
 
     curproc = system.get("pids", ZERO).at(t) + sum(n.pids for n in numbers)

@@ -153,8 +153,9 @@ def _mapping(raw: Any, where: str) -> dict[str, Any]:
 def _check_keys(raw: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
     for key in raw:
         if key not in allowed:
-            raise InputError(f"unknown field {key!r}; expected one of: {', '.join(sorted(allowed))}",
-                             field=f"{where}.{key}")
+            raise InputError(
+                f"unknown field {key!r}; expected one of: {', '.join(sorted(allowed))}", field=f"{where}.{key}"
+            )
 
 
 def parse_node_usage(raw: Any, where: str) -> NodeUsage:
@@ -184,8 +185,14 @@ def parse_node_usage(raw: Any, where: str) -> NodeUsage:
             raise InputError("required field is missing", field=f"{iw}.name")
         if "size" not in img:
             raise InputError("required field is missing", field=f"{iw}.size")
-        images.append(ImageSpec(name=name, size=_value(img["size"], f"{iw}.size"),
-                                in_use=bool(img.get("inUse", False)), pinned=bool(img.get("pinned", False))))
+        images.append(
+            ImageSpec(
+                name=name,
+                size=_value(img["size"], f"{iw}.size"),
+                in_use=bool(img.get("inUse", False)),
+                pinned=bool(img.get("pinned", False)),
+            )
+        )
     dead = _mapping(data.get("deadContainers", {}), f"{where}.deadContainers")
     _check_keys(dead, frozenset({"count", "bytes"}), f"{where}.deadContainers")
     return NodeUsage(
@@ -223,6 +230,12 @@ def parse_pod_usage(raw: Any, where: str) -> PodUsage:
             logs=parse_series(c["logs"], f"{cw}.logs") if "logs" in c else None,
         )
     return PodUsage(
-        memory=series("memory"), rootfs=series("rootfs"), logs=series("logs"), volumes=volumes,
-        volumes_by_name=by_name, inodes=series("inodes"), pids=series("pids"), containers=containers,
+        memory=series("memory"),
+        rootfs=series("rootfs"),
+        logs=series("logs"),
+        volumes=volumes,
+        volumes_by_name=by_name,
+        inodes=series("inodes"),
+        pids=series("pids"),
+        containers=containers,
     )

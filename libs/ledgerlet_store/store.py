@@ -118,8 +118,9 @@ class EventStore:
             await conn.run_sync(_upgrade)
 
     # -- appending ---------------------------------------------------------------
-    async def append(self, stream: str, envelopes: Sequence[Envelope], *,
-                     expected_version: int | None = None) -> list[int]:
+    async def append(
+        self, stream: str, envelopes: Sequence[Envelope], *, expected_version: int | None = None
+    ) -> list[int]:
         """Append to one stream; returns the positions (existing ones for duplicates).
 
         ``expected_version`` is the stream's version before this append (0 for a new
@@ -173,27 +174,34 @@ class EventStore:
         found: dict[str, int] = {}
         unique = list(dict.fromkeys(ids))
         for i in range(0, len(unique), _ID_CHUNK):
-            chunk = unique[i:i + _ID_CHUNK]
+            chunk = unique[i : i + _ID_CHUNK]
             result = await conn.execute(
-                sa.select(events.c.event_id, events.c.position).where(events.c.event_id.in_(chunk)))
+                sa.select(events.c.event_id, events.c.position).where(events.c.event_id.in_(chunk))
+            )
             found.update({row.event_id: row.position for row in result})
         return found
 
     async def _versions(self, conn: AsyncConnection, sids: Sequence[str]) -> dict[str, int]:
         out: dict[str, int] = {}
         for i in range(0, len(sids), _ID_CHUNK):
-            chunk = sids[i:i + _ID_CHUNK]
+            chunk = sids[i : i + _ID_CHUNK]
             result = await conn.execute(
                 sa.select(events.c.stream, sa.func.max(events.c.version))
-                .where(events.c.stream.in_(chunk)).group_by(events.c.stream))
+                .where(events.c.stream.in_(chunk))
+                .group_by(events.c.stream)
+            )
             out.update({row[0]: row[1] for row in result})
         return out
 
     # -- reading -----------------------------------------------------------------
-    async def read_stream(self, run: str, stream: str, *, from_version: int = 1,
-                          limit: int | None = None) -> list[StoredEvent]:
-        q = (sa.select(events).where(events.c.stream == stream_id(run, stream), events.c.version >= from_version)
-             .order_by(events.c.version))
+    async def read_stream(
+        self, run: str, stream: str, *, from_version: int = 1, limit: int | None = None
+    ) -> list[StoredEvent]:
+        q = (
+            sa.select(events)
+            .where(events.c.stream == stream_id(run, stream), events.c.version >= from_version)
+            .order_by(events.c.version)
+        )
         return await self._fetch(q.limit(limit) if limit else q)
 
     async def stream_version(self, run: str, stream: str) -> int:
@@ -204,8 +212,15 @@ class EventStore:
         q = sa.select(events).where(events.c.position >= from_position).order_by(events.c.position).limit(limit)
         return await self._fetch(q)
 
-    async def read_by_type(self, types: Iterable[str], *, run: str | None = None, t_from: int | None = None,
-                           t_to: int | None = None, limit: int | None = None) -> list[StoredEvent]:
+    async def read_by_type(
+        self,
+        types: Iterable[str],
+        *,
+        run: str | None = None,
+        t_from: int | None = None,
+        t_to: int | None = None,
+        limit: int | None = None,
+    ) -> list[StoredEvent]:
         q = sa.select(events).where(events.c.type.in_(list(types)))
         if run is not None:
             q = q.where(events.c.run == run)
@@ -227,8 +242,12 @@ class EventStore:
         """Stream a run's events by position, in batches (for replay over big stores)."""
         last = 0
         while True:
-            q = (sa.select(events).where(events.c.run == run, events.c.position > last)
-                 .order_by(events.c.position).limit(batch))
+            q = (
+                sa.select(events)
+                .where(events.c.run == run, events.c.position > last)
+                .order_by(events.c.position)
+                .limit(batch)
+            )
             rows = await self._fetch(q)
             if not rows:
                 return
@@ -238,8 +257,11 @@ class EventStore:
 
     async def runs(self) -> list[tuple[str, datetime]]:
         """Runs in the store, newest first (by when their ScenarioStarted was recorded)."""
-        q = (sa.select(events.c.run, events.c.recorded_at).where(events.c.type == "ScenarioStarted")
-             .order_by(events.c.position.desc()))
+        q = (
+            sa.select(events.c.run, events.c.recorded_at)
+            .where(events.c.type == "ScenarioStarted")
+            .order_by(events.c.position.desc())
+        )
         async with self.engine.connect() as conn:
             return [(r.run, r.recorded_at) for r in await conn.execute(q)]
 
@@ -305,11 +327,20 @@ def _stored(row: Any) -> StoredEvent:
     r = row._mapping  # Row has a .t attribute of its own; read columns by name
     run = r["run"]
     stream = r["stream"]
-    stream = stream[len(run) + 1:] if stream.startswith(run + ":") else stream
+    stream = stream[len(run) + 1 :] if stream.startswith(run + ":") else stream
     env = Envelope(
-        id=r["event_id"], type=r["type"], v=r["schema_version"], run=run, t=r["t"],
-        order=_decode_order(r["order_key"]), stream=stream, kind=r["kind"], node=r["node"], pod=r["pod"],
-        causes=json.loads(r["causes"]), data=msgspec.Raw(r["data"].encode()),
+        id=r["event_id"],
+        type=r["type"],
+        v=r["schema_version"],
+        run=run,
+        t=r["t"],
+        order=_decode_order(r["order_key"]),
+        stream=stream,
+        kind=r["kind"],
+        node=r["node"],
+        pod=r["pod"],
+        causes=json.loads(r["causes"]),
+        data=msgspec.Raw(r["data"].encode()),
     )
     recorded = r["recorded_at"]
     if recorded.tzinfo is None:

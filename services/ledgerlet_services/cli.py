@@ -32,8 +32,11 @@ def _parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run a scenario through the control loops (embedded: one process)")
     run.add_argument("scenario", type=Path, help="scenario file (ledgerlet/v1 Scenario YAML)")
     run.add_argument("--decisions", type=Path, required=True, help="where to write the decision log (JSON Lines)")
-    run.add_argument("--store", default=os.environ.get("LEDGERLET_STORE", DEFAULT_DSN),
-                     help=f"event store DSN (default {DEFAULT_DSN}; postgresql://... for PostgreSQL)")
+    run.add_argument(
+        "--store",
+        default=os.environ.get("LEDGERLET_STORE", DEFAULT_DSN),
+        help=f"event store DSN (default {DEFAULT_DSN}; postgresql://... for PostgreSQL)",
+    )
     run.add_argument("--run-id", help="use this run id (ids in the log are derived from it)")
     run.add_argument("--quiet", action="store_true", help="no progress bar or summary")
 

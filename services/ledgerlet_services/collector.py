@@ -121,13 +121,15 @@ class Collector(Service):
     def _on_UsageDeclared(self, env: Envelope, data: inp.UsageDeclared, out: Emitter) -> None:
         key = data.key
         if key.startswith("node/"):
-            node = self.nodes.get(key[len("node/"):])
+            node = self.nodes.get(key[len("node/") :])
             if node is None:
                 return
             node.usage = parse_node_usage(data.usage, f"usage.{key}")
             node.capacity = node_capacity(node.node, node.usage)
-            node.images = [RuntimeImage(name=i.name, size=i.size, in_use=i.in_use, pinned=i.pinned,
-                                        first_detected=env.t) for i in node.usage.images]
+            node.images = [
+                RuntimeImage(name=i.name, size=i.size, in_use=i.in_use, pinned=i.pinned, first_detected=env.t)
+                for i in node.usage.images
+            ]
             node.dead_containers = node.usage.dead_containers_count
             node.dead_container_bytes = node.usage.dead_containers_bytes
             self._refresh_layout(node)
@@ -209,35 +211,56 @@ class Collector(Service):
         if at in self.timers:
             return
         self.timers.add(at)
-        out.emit(TIMERS, TimerSet(at=at, owner=self.name, purpose="housekeeping", phase=PHASE_HOUSEKEEPING),
-                 stream="clock", key="clock")
+        out.emit(
+            TIMERS,
+            TimerSet(at=at, owner=self.name, purpose="housekeeping", phase=PHASE_HOUSEKEEPING),
+            stream="clock",
+            key="clock",
+        )
 
-    def _observe_stats(self, name: str, node: _Node, env: Envelope, report: inp.StatsReported,
-                       out: Emitter) -> None:
+    def _observe_stats(self, name: str, node: _Node, env: Envelope, report: inp.StatsReported, out: Emitter) -> None:
         summary = convert(report.summary, Summary)
         after = convert(report.after_reclaim, Summary) if report.after_reclaim is not None else None
         runtime = self._runtime_view(node) if node.usage is not None else None
-        out.emit(OBSERVATIONS, NodeObserved(node=name, summary=summary, source="stats", after_reclaim=after,
-                                            runtime=runtime),
-                 node=name, causes=[env.id])
+        out.emit(
+            OBSERVATIONS,
+            NodeObserved(node=name, summary=summary, source="stats", after_reclaim=after, runtime=runtime),
+            node=name,
+            causes=[env.id],
+        )
 
     def _observe_usage(self, name: str, node: _Node, tick: Envelope, out: Emitter) -> None:
         assert node.usage is not None and node.capacity is not None
         running = [RunningPod(p, self._usage_for(p)) for p in node.pods.values()]
         summary = derive_summary(
-            name, tick.t, format_rfc3339(self.start, tick.t), node.usage, node.capacity, node.layout,
-            node.images, node.dead_container_bytes, running, self._pods_memory_limit(node),
+            name,
+            tick.t,
+            format_rfc3339(self.start, tick.t),
+            node.usage,
+            node.capacity,
+            node.layout,
+            node.images,
+            node.dead_container_bytes,
+            running,
+            self._pods_memory_limit(node),
         )
-        out.emit(OBSERVATIONS, NodeObserved(node=name, summary=summary, source="usage",
-                                            runtime=self._runtime_view(node)),
-                 node=name, causes=[tick.id])
+        out.emit(
+            OBSERVATIONS,
+            NodeObserved(node=name, summary=summary, source="usage", runtime=self._runtime_view(node)),
+            node=name,
+            causes=[tick.id],
+        )
 
     def _runtime_view(self, node: _Node) -> RuntimeView:
         running = [RunningPod(p, None) for p in node.pods.values()]
         in_use = images_in_use(node.images, running)
         images = [msgspec.structs.replace(i, in_use=i.name in in_use) for i in node.images]
-        return RuntimeView(layout=node.layout, images=images, dead_containers=node.dead_containers,
-                           dead_container_bytes=node.dead_container_bytes)
+        return RuntimeView(
+            layout=node.layout,
+            images=images,
+            dead_containers=node.dead_containers,
+            dead_container_bytes=node.dead_container_bytes,
+        )
 
     def _pods_memory_limit(self, node: _Node) -> int | None:
         """The kubepods cgroup limit when allocatable is enforced on pods."""
@@ -259,5 +282,7 @@ class Collector(Service):
         return None
 
     def _refresh_layout(self, node: _Node) -> None:
-        node.layout = effective_layout(node.node.metadata.annotations.get(FILESYSTEMS_ANNOTATION),
-                                       node.usage is not None and node.usage.image_fs is not None)
+        node.layout = effective_layout(
+            node.node.metadata.annotations.get(FILESYSTEMS_ANNOTATION),
+            node.usage is not None and node.usage.image_fs is not None,
+        )

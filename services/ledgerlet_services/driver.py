@@ -88,8 +88,13 @@ class Driver:
                 self.stats.virtual_time = now
                 if self.progress is not None:
                     self.progress(now)
-            end = make_envelope(ev.ScenarioEnded(duration=self.duration), run=self.run_id, t=self.duration,
-                                order=[END_ORDER], stream="scenario")
+            end = make_envelope(
+                ev.ScenarioEnded(duration=self.duration),
+                run=self.run_id,
+                t=self.duration,
+                order=[END_ORDER],
+                stream="scenario",
+            )
             await producer.send(INPUTS, encode_envelope(end), key=b"cluster")
             await producer.flush()
             await self._settle(timers)
@@ -112,8 +117,9 @@ class Driver:
                 self._timers[at].discard(phase)
                 if not self._timers[at]:
                     del self._timers[at]
-            tick = make_envelope(ClockTick(round=rnd, phase=phase), run=self.run_id, t=now,
-                                 order=[CLOCK_ORDER, rnd], stream="clock")
+            tick = make_envelope(
+                ClockTick(round=rnd, phase=phase), run=self.run_id, t=now, order=[CLOCK_ORDER, rnd], stream="clock"
+            )
             await producer.send(CLOCK, encode_envelope(tick), key=b"clock")
             await producer.flush()
             self.stats.ticks += 1

@@ -59,8 +59,9 @@ async def run_embedded(
     runners = [ServiceRunner(bus, Collector()), ServiceRunner(bus, EvictionManager())]
     recorder = RecorderRunner(bus, store)
     groups = {r.group: list(r.service.topics) for r in runners}
-    driver = Driver(bus, scenario_feed(scenario, run_id), run=run_id, duration=scenario.duration,
-                    groups=groups, progress=progress)
+    driver = Driver(
+        bus, scenario_feed(scenario, run_id), run=run_id, duration=scenario.duration, groups=groups, progress=progress
+    )
     service_tasks = [asyncio.create_task(r.run(), name=r.group) for r in runners]
     recorder_task = asyncio.create_task(recorder.run(), name=recorder.group)
     drive = asyncio.create_task(driver.run(), name="driver")

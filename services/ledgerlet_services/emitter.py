@@ -41,7 +41,13 @@ class Emitter:
         if stream is None:
             stream = pod_stream(pod) if pod else node_stream(node) if node else "cluster"
         env = make_envelope(
-            data, run=self.trigger.run, t=self.trigger.t, order=order, stream=stream, node=node, pod=pod,
+            data,
+            run=self.trigger.run,
+            t=self.trigger.t,
+            order=order,
+            stream=stream,
+            node=node,
+            pod=pod,
             causes=causes if causes is not None else [self.trigger.id],
         )
         route = key if key is not None else (node or pod or "cluster")

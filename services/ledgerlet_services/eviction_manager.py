@@ -103,13 +103,21 @@ class EvictionManager(Service):
             return
         ok, reason, message = admit(pod, node.state.conditions)
         if not ok:
-            out.emit(DECISIONS, dec.PodRejected(reason=reason, message=message, admitter="kubelet"),
-                     node=node.node.metadata.name, pod=key)
+            out.emit(
+                DECISIONS,
+                dec.PodRejected(reason=reason, message=message, admitter="kubelet"),
+                node=node.node.metadata.name,
+                pod=key,
+            )
             return
         node.active[key] = pod
         self.pod_node[key] = node.node.metadata.name
-        out.emit(DECISIONS, PodStarted(node=node.node.metadata.name, pod=key, uid=pod.metadata.uid),
-                 node=node.node.metadata.name, pod=key)
+        out.emit(
+            DECISIONS,
+            PodStarted(node=node.node.metadata.name, pod=key, uid=pod.metadata.uid),
+            node=node.node.metadata.name,
+            pod=key,
+        )
 
     def _on_ObjectDeleted(self, env: Envelope, data: inp.ObjectDeleted, out: Emitter) -> None:
         if data.kind != "Pod":
@@ -132,8 +140,14 @@ class EvictionManager(Service):
             return
         layout = data.runtime.layout if data.runtime is not None else node.layout
         result = synchronize(
-            now=env.t, config=node.config, layout=layout, state=node.state, summary=data.summary,
-            active_pods=list(node.active.values()), runtime=data.runtime, after_reclaim=data.after_reclaim,
+            now=env.t,
+            config=node.config,
+            layout=layout,
+            state=node.state,
+            summary=data.summary,
+            active_pods=list(node.active.values()),
+            runtime=data.runtime,
+            after_reclaim=data.after_reclaim,
         )
         node.state = result.state
         self._emit_pass(env, data.node, node, result, out)
@@ -141,19 +155,36 @@ class EvictionManager(Service):
     def _emit_pass(self, env: Envelope, name: str, node: _Node, result: PassResult, out: Emitter) -> None:
         met_written = [t.written for t in result.met]
         for change in result.condition_changes:
-            out.emit(DECISIONS, dec.NodeConditionChanged(
-                condition=change.condition, status=change.status, reason=change.reason, message=change.message,
-                thresholds=[w for t, w in zip(result.met, met_written, strict=True)
-                            if change.status == "True" and SIGNAL_TO_CONDITION[t.signal] == change.condition],
-            ), node=name)
+            out.emit(
+                DECISIONS,
+                dec.NodeConditionChanged(
+                    condition=change.condition,
+                    status=change.status,
+                    reason=change.reason,
+                    message=change.message,
+                    thresholds=[
+                        w
+                        for t, w in zip(result.met, met_written, strict=True)
+                        if change.status == "True" and SIGNAL_TO_CONDITION[t.signal] == change.condition
+                    ],
+                ),
+                node=name,
+            )
         chosen = result.chosen
         for r in result.reclaims:
             if r.bytes_freed == 0:
                 continue  # attempted but freed nothing: recorded on the eviction it led to
-            out.emit(DECISIONS, dec.NodeReclaimed(
-                signal=str(chosen.signal) if chosen else "", action=str(r.action), bytes_freed=r.bytes_freed,
-                images=list(r.images), containers=r.containers,
-            ), node=name)
+            out.emit(
+                DECISIONS,
+                dec.NodeReclaimed(
+                    signal=str(chosen.signal) if chosen else "",
+                    action=str(r.action),
+                    bytes_freed=r.bytes_freed,
+                    images=list(r.images),
+                    containers=r.containers,
+                ),
+                node=name,
+            )
         ev = result.eviction
         if ev is None:
             return
@@ -168,34 +199,42 @@ class EvictionManager(Service):
                 hard=t.hard,
                 grace_period_seconds=t.grace_period / SECOND,
                 first_observed_at=first[t.written + str(t.grace_period)] / SECOND
-                if t.written + str(t.grace_period) in first else None,
+                if t.written + str(t.grace_period) in first
+                else None,
             )
-            for t in result.met if t.signal in result.observations
+            for t in result.met
+            if t.signal in result.observations
         ]
-        evicted = out.emit(DECISIONS, dec.PodEvicted(
-            signal=str(ev.threshold.signal),
-            threshold=ev.threshold.written,
-            observed=ev.observed.value(),
-            grace_period_seconds=ev.grace_period_seconds,
-            message=ev.message,
-            ranking=[e.pod for e in ev.ranking],
-            resource=ev.resource,
-            threshold_quantity=ev.threshold_quantity.value(),
-            capacity=ev.capacity.value(),
-            hard=ev.threshold.hard,
-            ranking_details=list(ev.ranking),
-            thresholds_met=seen,
-            offending_containers=list(ev.offending_containers),
-            offending_containers_usage=list(ev.offending_containers_usage),
-            skipped_critical=list(ev.skipped_critical),
-            node_reclaim=[dec.ReclaimAttempt(action=str(r.action), bytes_freed=r.bytes_freed) for r in result.reclaims],
-        ), node=name, pod=pod_key)
+        evicted = out.emit(
+            DECISIONS,
+            dec.PodEvicted(
+                signal=str(ev.threshold.signal),
+                threshold=ev.threshold.written,
+                observed=ev.observed.value(),
+                grace_period_seconds=ev.grace_period_seconds,
+                message=ev.message,
+                ranking=[e.pod for e in ev.ranking],
+                resource=ev.resource,
+                threshold_quantity=ev.threshold_quantity.value(),
+                capacity=ev.capacity.value(),
+                hard=ev.threshold.hard,
+                ranking_details=list(ev.ranking),
+                thresholds_met=seen,
+                offending_containers=list(ev.offending_containers),
+                offending_containers_usage=list(ev.offending_containers_usage),
+                skipped_critical=list(ev.skipped_critical),
+                node_reclaim=[
+                    dec.ReclaimAttempt(action=str(r.action), bytes_freed=r.bytes_freed) for r in result.reclaims
+                ],
+            ),
+            node=name,
+            pod=pod_key,
+        )
         node.active.pop(pod_key, None)
         self._stop(env, name, ev.pod, ev.grace_period_seconds, "Evicted", evicted.id, out)
 
     # -- stopping pods -------------------------------------------------------------
-    def _stop(self, env: Envelope, node: str, pod: Pod, grace: int, reason: str, cause: str,
-              out: Emitter) -> None:
+    def _stop(self, env: Envelope, node: str, pod: Pod, grace: int, reason: str, cause: str, out: Emitter) -> None:
         """The pod gets SIGTERM now and exits after ``exit-after`` or its grace, whichever first."""
         exit_in = min(seconds(exit_after_seconds(pod)), max(grace, 0) * SECOND)
         data = dec.PodTerminated(reason=reason, grace_period_seconds=grace, killed_at=env.t / SECOND)
@@ -208,8 +247,12 @@ class EvictionManager(Service):
         heapq.heappush(self.exits, _Exit(at, self._exit_seq, pod.key, node, data, cause))
         if at not in self._timers:
             self._timers.add(at)
-            out.emit(TIMERS, TimerSet(at=at, owner=self.name, purpose="pod-exit", phase=PHASE_TIMERS),
-                     stream="clock", key="clock")
+            out.emit(
+                TIMERS,
+                TimerSet(at=at, owner=self.name, purpose="pod-exit", phase=PHASE_TIMERS),
+                stream="clock",
+                key="clock",
+            )
 
     def _on_ClockTick(self, env: Envelope, data: ClockTick, out: Emitter) -> None:
         if data.phase != PHASE_TIMERS:

@@ -55,8 +55,13 @@ def summary_tables(decisions: Sequence[StoredEvent]) -> list[Table]:
             continue
         data = msgspec.json.decode(env.data)
         evicted.add_row(
-            format_duration(env.t), env.node or "", env.pod or "", data["signal"], data["threshold"],
-            _amount(data["signal"], data["observed"]), f"{data['gracePeriodSeconds']}s",
+            format_duration(env.t),
+            env.node or "",
+            env.pod or "",
+            data["signal"],
+            data["threshold"],
+            _amount(data["signal"], data["observed"]),
+            f"{data['gracePeriodSeconds']}s",
         )
     return [by_type, evicted] if evicted.row_count else [by_type]
 

@@ -32,10 +32,19 @@ def resources(cpu: str = "", memory: str = "", storage: str = "") -> dict[str, s
     return out
 
 
-def pod(name: str, priority: int | None = 0, *, requests: dict[str, str] | None = None,
-        limits: dict[str, str] | None = None, namespace: str = "default", volumes: list[dict[str, Any]] | None = None,
-        annotations: dict[str, str] | None = None, node: str = "n1", extra_spec: dict[str, Any] | None = None,
-        defaults: bool = True) -> Pod:
+def pod(
+    name: str,
+    priority: int | None = 0,
+    *,
+    requests: dict[str, str] | None = None,
+    limits: dict[str, str] | None = None,
+    namespace: str = "default",
+    volumes: list[dict[str, Any]] | None = None,
+    annotations: dict[str, str] | None = None,
+    node: str = "n1",
+    extra_spec: dict[str, Any] | None = None,
+    defaults: bool = True,
+) -> Pod:
     """newPod(name, priority, [newContainer(name, requests, limits)], volumes)."""
     spec: dict[str, Any] = {
         "nodeName": node,
@@ -45,10 +54,12 @@ def pod(name: str, priority: int | None = 0, *, requests: dict[str, str] | None 
     }
     if priority is not None:
         spec["priority"] = priority
-    raw = {"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}",
-                        "annotations": annotations or {}},
-           "spec": spec}
+    raw = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "uid": f"uid-{name}", "annotations": annotations or {}},
+        "spec": spec,
+    }
     p = convert(raw, Pod)
     return apply_defaults(p) if defaults else p  # type: ignore[return-value]
 
@@ -57,8 +68,9 @@ def memory_stats(p: Pod, working_set: int) -> PodStats:
     """newPodMemoryStats."""
     return PodStats(
         pod_ref=PodReference(name=p.metadata.name, namespace=p.metadata.namespace, uid=p.metadata.uid),
-        containers=[ContainerStats(name=c.name, memory=MemoryStats(working_set_bytes=working_set))
-                    for c in p.spec.containers],
+        containers=[
+            ContainerStats(name=c.name, memory=MemoryStats(working_set_bytes=working_set)) for c in p.spec.containers
+        ],
         memory=MemoryStats(working_set_bytes=working_set),
     )
 
@@ -67,8 +79,10 @@ def disk_stats(p: Pod, rootfs: int, logs: int, per_volume: int) -> PodStats:
     """newPodDiskStats: every container uses rootfs+logs, every volume ``per_volume``."""
     return PodStats(
         pod_ref=PodReference(name=p.metadata.name, namespace=p.metadata.namespace, uid=p.metadata.uid),
-        containers=[ContainerStats(name=c.name, rootfs=FsStats(used_bytes=rootfs), logs=FsStats(used_bytes=logs))
-                    for c in p.spec.containers],
+        containers=[
+            ContainerStats(name=c.name, rootfs=FsStats(used_bytes=rootfs), logs=FsStats(used_bytes=logs))
+            for c in p.spec.containers
+        ],
         volume=[VolumeStats(name=v.name, used_bytes=per_volume) for v in p.spec.volumes],
     )
 
@@ -77,8 +91,10 @@ def inode_stats(p: Pod, rootfs: int, logs: int, per_volume: int) -> PodStats:
     """newPodInodeStats."""
     return PodStats(
         pod_ref=PodReference(name=p.metadata.name, namespace=p.metadata.namespace, uid=p.metadata.uid),
-        containers=[ContainerStats(name=c.name, rootfs=FsStats(inodes_used=rootfs), logs=FsStats(inodes_used=logs))
-                    for c in p.spec.containers],
+        containers=[
+            ContainerStats(name=c.name, rootfs=FsStats(inodes_used=rootfs), logs=FsStats(inodes_used=logs))
+            for c in p.spec.containers
+        ],
         volume=[VolumeStats(name=v.name, inodes_used=per_volume) for v in p.spec.volumes],
     )
 

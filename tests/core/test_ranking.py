@@ -25,8 +25,9 @@ LOW, DEFAULT, HIGH = -1, 0, 1  # upstream's lowPriority / defaultPriority / high
 
 
 def order(pods: Sequence[Pod], rank: RankFunc, stats: dict[str, PodStats], comparators: Sequence[str]) -> list[str]:
-    entries = rank_pods(pods, rank, lambda p: stats.get(p.metadata.name), critical=lambda p: False,
-                        comparators=comparators)
+    entries = rank_pods(
+        pods, rank, lambda p: stats.get(p.metadata.name), critical=lambda p: False, comparators=comparators
+    )
     return [e.pod.split("/")[1] for e in entries]
 
 
@@ -40,8 +41,10 @@ def test_ordered_by_exceeds_request_memory() -> None:
 def test_ordered_by_exceeds_request_disk() -> None:
     below = pod("below-requests", -1, requests=resources(storage="200Mi"), volumes=LOCAL_VOLUME)
     exceeds = pod("exceeds-requests", 1, requests=resources(storage="100Mi"), volumes=LOCAL_VOLUME)
-    stats = {"below-requests": disk_stats(below, 99 * Mi, 100 * Mi, 0),
-             "exceeds-requests": disk_stats(exceeds, 90 * Mi, 11 * Mi, 0)}
+    stats = {
+        "below-requests": disk_stats(below, 99 * Mi, 100 * Mi, 0),
+        "exceeds-requests": disk_stats(exceeds, 90 * Mi, 11 * Mi, 0),
+    }
     assert order([below, exceeds], DISK, stats, ["exceeds"]) == ["exceeds-requests", "below-requests"]
 
 
@@ -49,33 +52,65 @@ def test_ordered_by_priority() -> None:
     low = pod("low-priority", -134)
     medium = pod("medium-priority", 1, requests=resources("100m", "100Mi"), limits=resources("200m", "200Mi"))
     high = pod("high-priority", 12534, requests=resources("200m", "200Mi"), limits=resources("200m", "200Mi"))
-    assert order([high, medium, low], MEMORY_RANK, {}, ["priority"]) == \
-        ["low-priority", "medium-priority", "high-priority"]
+    assert order([high, medium, low], MEMORY_RANK, {}, ["priority"]) == [
+        "low-priority",
+        "medium-priority",
+        "high-priority",
+    ]
 
 
 def test_ordered_by_disk() -> None:
     p = [
         pod("best-effort-high", DEFAULT, volumes=LOCAL_VOLUME),
         pod("best-effort-low", DEFAULT, volumes=LOCAL_VOLUME),
-        pod("burstable-high", DEFAULT, requests=resources(storage="100Mi"), limits=resources(storage="400Mi"),
-            volumes=LOCAL_VOLUME),
-        pod("burstable-low", DEFAULT, requests=resources(storage="100Mi"), limits=resources(storage="400Mi"),
-            volumes=LOCAL_VOLUME),
-        pod("guaranteed-high", DEFAULT, requests=resources(storage="400Mi"), limits=resources(storage="400Mi"),
-            volumes=LOCAL_VOLUME),
-        pod("guaranteed-low", DEFAULT, requests=resources(storage="400Mi"), limits=resources(storage="400Mi"),
-            volumes=LOCAL_VOLUME),
+        pod(
+            "burstable-high",
+            DEFAULT,
+            requests=resources(storage="100Mi"),
+            limits=resources(storage="400Mi"),
+            volumes=LOCAL_VOLUME,
+        ),
+        pod(
+            "burstable-low",
+            DEFAULT,
+            requests=resources(storage="100Mi"),
+            limits=resources(storage="400Mi"),
+            volumes=LOCAL_VOLUME,
+        ),
+        pod(
+            "guaranteed-high",
+            DEFAULT,
+            requests=resources(storage="400Mi"),
+            limits=resources(storage="400Mi"),
+            volumes=LOCAL_VOLUME,
+        ),
+        pod(
+            "guaranteed-low",
+            DEFAULT,
+            requests=resources(storage="400Mi"),
+            limits=resources(storage="400Mi"),
+            volumes=LOCAL_VOLUME,
+        ),
     ]
     usage = [(50, 100, 150), (25, 25, 50), (150, 150, 50), (25, 35, 50), (225, 100, 50), (25, 45, 50)]
     stats = {x.metadata.name: disk_stats(x, r * Mi, lg * Mi, v * Mi) for x, (r, lg, v) in zip(p, usage, strict=True)}
     assert order(p, DISK, stats, ["usage"]) == [
-        "best-effort-high", "burstable-high", "best-effort-low", "burstable-low", "guaranteed-high", "guaranteed-low"]
+        "best-effort-high",
+        "burstable-high",
+        "best-effort-low",
+        "burstable-low",
+        "guaranteed-high",
+        "guaranteed-low",
+    ]
 
 
 def test_ordered_by_inodes() -> None:
     low, medium, high = (pod(n, DEFAULT, volumes=LOCAL_VOLUME) for n in ("low", "medium", "high"))
-    stats = {"low": inode_stats(low, 50000, 100000, 50000), "medium": inode_stats(medium, 100000, 150000, 50000),
-             "high": inode_stats(high, 200000, 150000, 50000)}
+    stats = {
+        "low": inode_stats(low, 50000, 100000, 50000),
+        "medium": inode_stats(medium, 100000, 150000, 50000),
+        "high": inode_stats(high, 200000, 150000, 50000),
+    }
     assert order([low, medium, high], INODES, stats, ["usage"]) == ["high", "medium", "low"]
 
 
@@ -97,10 +132,12 @@ def test_ordered_by_priority_disk() -> None:
 
 
 def test_ordered_by_priority_inodes() -> None:
-    names = [("low-priority-high-usage", LOW, (50000, 100000, 250000)),
-             ("low-priority-low-usage", LOW, (60000, 30000, 10000)),
-             ("high-priority-high-usage", HIGH, (150000, 150000, 50000)),
-             ("high-priority-low-usage", HIGH, (10000, 40000, 100000))]
+    names = [
+        ("low-priority-high-usage", LOW, (50000, 100000, 250000)),
+        ("low-priority-low-usage", LOW, (60000, 30000, 10000)),
+        ("high-priority-high-usage", HIGH, (150000, 150000, 50000)),
+        ("high-priority-low-usage", HIGH, (10000, 40000, 100000)),
+    ]
     pods = {n: pod(n, prio, volumes=LOCAL_VOLUME) for n, prio, _ in names}
     stats = {n: inode_stats(pods[n], *u) for n, _, u in names}
     given = [pods[n] for n, *_ in reversed(names)]
@@ -108,24 +145,37 @@ def test_ordered_by_priority_inodes() -> None:
 
 
 def test_ordered_by_memory() -> None:
-    spec = [("best-effort-high", "", "", 500), ("best-effort-low", "", "", 300),
-            ("burstable-high", "100Mi", "1Gi", 800), ("burstable-low", "100Mi", "1Gi", 300),
-            ("guaranteed-high", "1Gi", "1Gi", 800), ("guaranteed-low", "1Gi", "1Gi", 200)]
+    spec = [
+        ("best-effort-high", "", "", 500),
+        ("best-effort-low", "", "", 300),
+        ("burstable-high", "100Mi", "1Gi", 800),
+        ("burstable-low", "100Mi", "1Gi", 300),
+        ("guaranteed-high", "1Gi", "1Gi", 800),
+        ("guaranteed-low", "1Gi", "1Gi", 200),
+    ]
     pods = [pod(n, DEFAULT, requests=resources(memory=r), limits=resources(memory=lim)) for n, r, lim, _ in spec]
     stats = {p.metadata.name: memory_stats(p, u * Mi) for p, (_, _, _, u) in zip(pods, spec, strict=True)}
     assert order(pods, MEMORY_RANK, stats, ["usage"]) == [
-        "burstable-high", "best-effort-high", "best-effort-low", "burstable-low", "guaranteed-high", "guaranteed-low"]
+        "burstable-high",
+        "best-effort-high",
+        "best-effort-low",
+        "burstable-low",
+        "guaranteed-high",
+        "guaranteed-low",
+    ]
 
 
 def test_ordered_by_priority_memory() -> None:
-    spec = [("above-requests-low-priority-high-usage", LOW, "", 500),
-            ("above-requests-low-priority-low-usage", LOW, "", 50),
-            ("above-requests-high-priority-high-usage", HIGH, "100Mi", 600),
-            ("above-requests-high-priority-low-usage", HIGH, "100Mi", 150),
-            ("below-requests-low-priority-high-usage", LOW, "1Gi", 800),
-            ("below-requests-low-priority-low-usage", LOW, "1Gi", 200),
-            ("below-requests-high-priority-high-usage", HIGH, "1Gi", 800),
-            ("below-requests-high-priority-low-usage", HIGH, "1Gi", 200)]
+    spec = [
+        ("above-requests-low-priority-high-usage", LOW, "", 500),
+        ("above-requests-low-priority-low-usage", LOW, "", 50),
+        ("above-requests-high-priority-high-usage", HIGH, "100Mi", 600),
+        ("above-requests-high-priority-low-usage", HIGH, "100Mi", 150),
+        ("below-requests-low-priority-high-usage", LOW, "1Gi", 800),
+        ("below-requests-low-priority-low-usage", LOW, "1Gi", 200),
+        ("below-requests-high-priority-high-usage", HIGH, "1Gi", 800),
+        ("below-requests-high-priority-low-usage", HIGH, "1Gi", 200),
+    ]
     pods = {n: pod(n, prio, requests=resources(memory=r)) for n, prio, r, _ in spec}
     stats = {n: memory_stats(pods[n], u * Mi) for n, _, _, u in spec}
     given = [pods[n] for n, *_ in reversed(spec)]
@@ -133,8 +183,12 @@ def test_ordered_by_priority_memory() -> None:
 
 
 def test_ordered_by_priority_process() -> None:
-    spec = [("low-priority-high-usage", LOW, 20), ("low-priority-low-usage", LOW, 6),
-            ("high-priority-high-usage", HIGH, 20), ("high-priority-low-usage", HIGH, 5)]
+    spec = [
+        ("low-priority-high-usage", LOW, 20),
+        ("low-priority-low-usage", LOW, 6),
+        ("high-priority-high-usage", HIGH, 20),
+        ("high-priority-low-usage", HIGH, 5),
+    ]
     pods = {n: pod(n, prio) for n, prio, _ in spec}
     stats = {n: process_stats(pods[n], c) for n, _, c in spec}
     given = [pods[n] for n, *_ in reversed(spec)]
@@ -159,8 +213,12 @@ def test_overhead_counts_in_the_kubelet_request_only_when_non_zero() -> None:
     best_effort = pod("be", 0, extra_spec={"overhead": {"memory": "120Mi"}})
     burstable = pod("bu", 0, requests=resources(memory="100Mi"), extra_spec={"overhead": {"memory": "120Mi"}})
     stats = {"be": memory_stats(best_effort, 50 * Mi), "bu": memory_stats(burstable, 200 * Mi)}
-    entries = {e.pod: e for e in rank_pods([best_effort, burstable], MEMORY_RANK,
-                                           lambda p: stats[p.metadata.name], critical=lambda p: False)}
+    entries = {
+        e.pod: e
+        for e in rank_pods(
+            [best_effort, burstable], MEMORY_RANK, lambda p: stats[p.metadata.name], critical=lambda p: False
+        )
+    }
     assert entries["default/be"].request == 0 and entries["default/be"].exceeds_request
     assert entries["default/bu"].request == 220 * Mi and not entries["default/bu"].exceeds_request
 

@@ -24,6 +24,7 @@ EVENT_ID_NAMESPACE: Final = uuid.UUID("7c0e4f4e-3b8a-5f5e-9a55-6c6564676572")
 class Envelope(msgspec.Struct, kw_only=True, omit_defaults=True):
     id: str
     type: str
+    data: msgspec.Raw
     v: int = 1
     run: str
     t: int
@@ -33,7 +34,6 @@ class Envelope(msgspec.Struct, kw_only=True, omit_defaults=True):
     node: str | None = None
     pod: str | None = None
     causes: list[str] = []
-    data: msgspec.Raw = msgspec.Raw(b"{}")
 
     def sort_key(self) -> tuple[int, tuple[int, ...]]:
         return (self.t, tuple(self.order))

@@ -150,8 +150,9 @@ def grace_period_override(threshold: Threshold, pod: Pod, max_pod_grace_period: 
     return min(max_pod_grace_period, own) if own is not None else max_pod_grace_period
 
 
-def threshold_met_info(resource: str, thresholds: Sequence[Threshold],
-                       observations: Mapping[Signal, Observation]) -> tuple[Quantity, Quantity] | None:
+def threshold_met_info(
+    resource: str, thresholds: Sequence[Threshold], observations: Mapping[Signal, Observation]
+) -> tuple[Quantity, Quantity] | None:
     """``getThresholdMetInfo``: the first listed threshold of that resource with an observation."""
     for t in thresholds:
         if SIGNAL_TO_RESOURCE[t.signal] == resource and t.signal in observations:
@@ -160,8 +161,13 @@ def threshold_met_info(resource: str, thresholds: Sequence[Threshold],
     return None
 
 
-def eviction_message(resource: str, pod: Pod, stats: PodStats | None, thresholds: Sequence[Threshold],
-                     observations: Mapping[Signal, Observation]) -> tuple[str, list[str], list[str]]:
+def eviction_message(
+    resource: str,
+    pod: Pod,
+    stats: PodStats | None,
+    thresholds: Sequence[Threshold],
+    observations: Mapping[Signal, Observation],
+) -> tuple[str, list[str], list[str]]:
     """``evictionMessage``: the text on the pod, and the offending containers."""
     message = f"The node was low on resource: {resource}. "
     info = threshold_met_info(resource, thresholds, observations)
@@ -178,14 +184,20 @@ def eviction_message(resource: str, pod: Pod, stats: PodStats | None, thresholds
             request = c.resources.requests.get(resource, Quantity(0))
             usage: Quantity | None = None
             if resource == RESOURCE_EPHEMERAL_STORAGE:
-                if (cs.rootfs is not None and cs.rootfs.used_bytes is not None and cs.logs is not None
-                        and cs.logs.used_bytes is not None):
+                if (
+                    cs.rootfs is not None
+                    and cs.rootfs.used_bytes is not None
+                    and cs.logs is not None
+                    and cs.logs.used_bytes is not None
+                ):
                     usage = Quantity.bytes(cs.rootfs.used_bytes + cs.logs.used_bytes)
             elif resource == RESOURCE_MEMORY and cs.memory is not None and cs.memory.working_set_bytes is not None:
                 usage = Quantity.bytes(cs.memory.working_set_bytes)
             if usage is not None and usage > request:
-                message += (f"Container {c.name} was using {usage}, request is {request}, "
-                            f"has larger consumption of {resource}. ")
+                message += (
+                    f"Container {c.name} was using {usage}, request is {request}, "
+                    f"has larger consumption of {resource}. "
+                )
                 containers.append(c.name)
                 usages.append(str(usage))
     return message, containers, usages
@@ -247,8 +259,7 @@ def synchronize(
         image_bytes = container_bytes = 0
         for action in actions:
             if current_runtime is not None:
-                result, current_runtime = run_reclaim(action, current_runtime, now,
-                                                      config.image_minimum_gc_age)
+                result, current_runtime = run_reclaim(action, current_runtime, now, config.image_minimum_gc_age)
             else:
                 result = ReclaimResult(action, 0)
             reclaims.append(result)
@@ -264,17 +275,20 @@ def synchronize(
             post = summary
         if after_reclaim is not None and runtime is None:
             freed = _freed_between(summary, post, chosen.signal)
-            reclaims = [ReclaimResult(r.action, freed if i == len(reclaims) - 1 else 0)
-                        for i, r in enumerate(reclaims)]
+            reclaims = [ReclaimResult(r.action, freed if i == len(reclaims) - 1 else 0) for i, r in enumerate(reclaims)]
         post_observations = make_signal_observations(post)
         if not thresholds_met(thresholds, post_observations, with_min_reclaim=True):
-            return _replace(base, chosen=chosen, reclaims=tuple(reclaims), reclaim_resolved=True,
-                            runtime=current_runtime)
+            return _replace(
+                base, chosen=chosen, reclaims=tuple(reclaims), reclaim_resolved=True, runtime=current_runtime
+            )
 
     lookup = stats_lookup(summary)
     ranking = rank_pods(
-        active_pods, rank_funcs(layout == LAYOUT_DEDICATED_IMAGEFS, layout == LAYOUT_SPLIT_IMAGEFS)[chosen.signal],
-        lookup, critical=is_critical_pod, pod_level_resources=config.gate("PodLevelResources"),
+        active_pods,
+        rank_funcs(layout == LAYOUT_DEDICATED_IMAGEFS, layout == LAYOUT_SPLIT_IMAGEFS)[chosen.signal],
+        lookup,
+        critical=is_critical_pod,
+        pod_level_resources=config.gate("PodLevelResources"),
     )
     by_key = {p.key: p for p in active_pods}
     skipped: list[str] = []
@@ -287,17 +301,31 @@ def synchronize(
         message, offenders, usages = eviction_message(resource, pod, lookup(pod), actionable, observations)
         obs = observations[chosen.signal]
         eviction = Eviction(
-            pod=pod, threshold=chosen, resource=resource, observed=obs.available,
-            threshold_quantity=threshold_quantity(chosen, obs, with_min_reclaim=False), capacity=obs.capacity,
-            grace_period_seconds=grace, message=message, ranking=tuple(ranking),
-            offending_containers=tuple(offenders), offending_containers_usage=tuple(usages),
+            pod=pod,
+            threshold=chosen,
+            resource=resource,
+            observed=obs.available,
+            threshold_quantity=threshold_quantity(chosen, obs, with_min_reclaim=False),
+            capacity=obs.capacity,
+            grace_period_seconds=grace,
+            message=message,
+            ranking=tuple(ranking),
+            offending_containers=tuple(offenders),
+            offending_containers_usage=tuple(usages),
             skipped_critical=tuple(skipped),
         )
-        return _replace(base, chosen=chosen, reclaims=tuple(reclaims), runtime=current_runtime,
-                        eviction=eviction, ranking=tuple(ranking))
+        return _replace(
+            base,
+            chosen=chosen,
+            reclaims=tuple(reclaims),
+            runtime=current_runtime,
+            eviction=eviction,
+            ranking=tuple(ranking),
+        )
     note = "no active pods to evict" if not ranking else "every ranked pod is critical"
-    return _replace(base, chosen=chosen, reclaims=tuple(reclaims), runtime=current_runtime,
-                    ranking=tuple(ranking), note=note)
+    return _replace(
+        base, chosen=chosen, reclaims=tuple(reclaims), runtime=current_runtime, ranking=tuple(ranking), note=note
+    )
 
 
 def _freed_between(before: Summary, after: Summary, signal: Signal) -> int:

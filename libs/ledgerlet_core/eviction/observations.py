@@ -36,8 +36,7 @@ def _count(value: int) -> Quantity:
     return Quantity.from_int(value, Format.DECIMAL_SI)
 
 
-def _fs_observations(fs: FsStats | None, available: Signal, inodes: Signal,
-                     out: dict[Signal, Observation]) -> None:
+def _fs_observations(fs: FsStats | None, available: Signal, inodes: Signal, out: dict[Signal, Observation]) -> None:
     if fs is None:
         return
     if fs.available_bytes is not None and fs.capacity_bytes is not None:
@@ -53,18 +52,19 @@ def make_signal_observations(summary: Summary) -> dict[Signal, Observation]:
     mem = node.memory
     if mem is not None and mem.available_bytes is not None and mem.working_set_bytes is not None:
         out[Signal.MEMORY_AVAILABLE] = Observation(
-            _bytes(mem.available_bytes), _bytes(mem.available_bytes + mem.working_set_bytes), mem.time)
+            _bytes(mem.available_bytes), _bytes(mem.available_bytes + mem.working_set_bytes), mem.time
+        )
     pods = summary.pods_container()
     if pods is not None and pods.memory is not None:
         pm = pods.memory
         if pm.available_bytes is not None and pm.working_set_bytes is not None:
             out[Signal.ALLOCATABLE_MEMORY_AVAILABLE] = Observation(
-                _bytes(pm.available_bytes), _bytes(pm.available_bytes + pm.working_set_bytes), pm.time)
+                _bytes(pm.available_bytes), _bytes(pm.available_bytes + pm.working_set_bytes), pm.time
+            )
     _fs_observations(node.fs, Signal.NODEFS_AVAILABLE, Signal.NODEFS_INODES_FREE, out)
     if node.runtime is not None:
         _fs_observations(node.runtime.image_fs, Signal.IMAGEFS_AVAILABLE, Signal.IMAGEFS_INODES_FREE, out)
-        _fs_observations(node.runtime.container_fs, Signal.CONTAINERFS_AVAILABLE,
-                         Signal.CONTAINERFS_INODES_FREE, out)
+        _fs_observations(node.runtime.container_fs, Signal.CONTAINERFS_AVAILABLE, Signal.CONTAINERFS_INODES_FREE, out)
     rl = node.rlimit
     if rl is not None and rl.maxpid is not None and rl.curproc is not None:
         out[Signal.PID_AVAILABLE] = Observation(_count(rl.maxpid - rl.curproc), _count(rl.maxpid), rl.time)
@@ -86,8 +86,9 @@ def is_met(t: Threshold, observations: Mapping[Signal, Observation], *, with_min
     return threshold_quantity(t, obs, with_min_reclaim=with_min_reclaim) > obs.available
 
 
-def thresholds_met(thresholds: Iterable[Threshold], observations: Mapping[Signal, Observation],
-                   *, with_min_reclaim: bool) -> list[Threshold]:
+def thresholds_met(
+    thresholds: Iterable[Threshold], observations: Mapping[Signal, Observation], *, with_min_reclaim: bool
+) -> list[Threshold]:
     return [t for t in thresholds if is_met(t, observations, with_min_reclaim=with_min_reclaim)]
 
 
@@ -107,8 +108,9 @@ def _index(ts: Sequence[Threshold], t: Threshold) -> int:
     return -1
 
 
-def thresholds_first_observed_at(met: Sequence[Threshold], previous: Sequence[tuple[Threshold, int]],
-                                 now: int) -> list[tuple[Threshold, int]]:
+def thresholds_first_observed_at(
+    met: Sequence[Threshold], previous: Sequence[tuple[Threshold, int]], now: int
+) -> list[tuple[Threshold, int]]:
     """Keep the first-observed time of still-met thresholds; others start now (or drop)."""
     prev = [t for t, _ in previous]
     out: list[tuple[Threshold, int]] = []
@@ -131,8 +133,9 @@ def node_conditions(met: Iterable[Threshold]) -> list[str]:
     return out
 
 
-def node_conditions_last_observed_at(conditions: Iterable[str], previous: Mapping[str, int],
-                                     now: int) -> dict[str, int]:
+def node_conditions_last_observed_at(
+    conditions: Iterable[str], previous: Mapping[str, int], now: int
+) -> dict[str, int]:
     out = dict(previous)
     for c in conditions:
         out[c] = now
@@ -144,8 +147,9 @@ def node_conditions_observed_since(last_observed: Mapping[str, int], period: int
     return [c for c, at in last_observed.items() if now - at < period]
 
 
-def thresholds_updated_stats(thresholds: Sequence[Threshold], observations: Mapping[Signal, Observation],
-                             last: Mapping[Signal, Observation]) -> list[Threshold]:
+def thresholds_updated_stats(
+    thresholds: Sequence[Threshold], observations: Mapping[Signal, Observation], last: Mapping[Signal, Observation]
+) -> list[Threshold]:
     """Drop thresholds whose observation is not newer than last loop's (stale stats)."""
     out: list[Threshold] = []
     for t in thresholds:

@@ -207,14 +207,14 @@ PID_RANK: Final = RankFunc("pid")
 
 def rank_funcs(dedicated_imagefs: bool, split_containerfs: bool) -> dict[Signal, RankFunc]:
     """``buildSignalToRankFunc``: the filesystems each disk signal measures per layout."""
-    all_fs = (FsStatsType.ROOT, FsStatsType.LOGS, FsStatsType.LOCAL_VOLUME)
+    all_fs: tuple[FsStatsType, ...] = (FsStatsType.ROOT, FsStatsType.LOGS, FsStatsType.LOCAL_VOLUME)
     out: dict[Signal, RankFunc] = {
         Signal.MEMORY_AVAILABLE: MEMORY_RANK,
         Signal.ALLOCATABLE_MEMORY_AVAILABLE: MEMORY_RANK,
         Signal.PID_AVAILABLE: PID_RANK,
     }
     if dedicated_imagefs and not split_containerfs:
-        nodefs = (FsStatsType.LOGS, FsStatsType.LOCAL_VOLUME)
+        nodefs: tuple[FsStatsType, ...] = (FsStatsType.LOGS, FsStatsType.LOCAL_VOLUME)
         imagefs: tuple[FsStatsType, ...] = (FsStatsType.ROOT,)
         containerfs = imagefs
     elif split_containerfs:
@@ -253,8 +253,15 @@ def rank_pods(
     facts = [rank.facts(p, lookup(p), pod_level_resources) for p in pods]
     ordered = sorted(facts, key=cmp_to_key(_ordered(chain)))
     return [
-        RankingEntry(pod=f.pod.key, stats_found=f.found, priority=f.priority, usage=f.usage,
-                     request=f.request, exceeds_request=f.exceeds, critical=critical(f.pod))
+        RankingEntry(
+            pod=f.pod.key,
+            stats_found=f.found,
+            priority=f.priority,
+            usage=f.usage,
+            request=f.request,
+            exceeds_request=f.exceeds,
+            critical=critical(f.pod),
+        )
         for f in ordered
     ]
 

@@ -72,13 +72,14 @@ def images_in_eviction_order(images: Sequence[RuntimeImage], now: int, min_age: 
     An image last used at or after ``now`` is skipped, as is one younger than min age.
     """
     candidates = [
-        img for img in images
-        if not img.in_use and not img.pinned
+        img
+        for img in images
+        if not img.in_use
+        and not img.pinned
         and not (img.last_used is not None and img.last_used >= now)
         and now - img.first_detected >= min_age
     ]
-    return sorted(candidates, key=lambda i: (i.last_used if i.last_used is not None else -(2**62),
-                                             i.first_detected))
+    return sorted(candidates, key=lambda i: (i.last_used if i.last_used is not None else -(2**62), i.first_detected))
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,8 +128,9 @@ def summary_after_reclaim(summary: Summary, layout: str, image_bytes: int, conta
     return msgspec.structs.replace(summary, node=new_node)
 
 
-def replace_node(node: NodeStats, *, fs: FsStats | None, image_fs: FsStats | None,
-                 container_fs: FsStats | None) -> NodeStats:
+def replace_node(
+    node: NodeStats, *, fs: FsStats | None, image_fs: FsStats | None, container_fs: FsStats | None
+) -> NodeStats:
     return msgspec.structs.replace(node, fs=fs, runtime=RuntimeStats(image_fs=image_fs, container_fs=container_fs))
 
 

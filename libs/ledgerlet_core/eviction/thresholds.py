@@ -142,11 +142,13 @@ def parse_threshold_statement(key: str, text: str, *, setting: str = "evictionHa
         except ValueError as exc:
             raise ThresholdError(str(exc), setting=setting, key=key) from None
         if pct < 0:
-            raise ThresholdError(f"eviction percentage threshold {signal} must be >= 0%: {text}",
-                                 setting=setting, key=key)
+            raise ThresholdError(
+                f"eviction percentage threshold {signal} must be >= 0%: {text}", setting=setting, key=key
+            )
         if pct > 1:
-            raise ThresholdError(f"eviction percentage threshold {signal} must be <= 100%: {text}",
-                                 setting=setting, key=key)
+            raise ThresholdError(
+                f"eviction percentage threshold {signal} must be <= 100%: {text}", setting=setting, key=key
+            )
         return Threshold(signal=signal, value=ThresholdValue(percentage=pct, written=text))
     try:
         q = parse_quantity(text)
@@ -166,8 +168,11 @@ def parse_grace_periods(statements: Mapping[str, str]) -> dict[Signal, int]:
         except DurationError as exc:
             raise ThresholdError(str(exc), setting="evictionSoftGracePeriod", key=key) from None
         if period < 0:
-            raise ThresholdError(f"invalid eviction grace period specified: {text}, must be a positive value",
-                                 setting="evictionSoftGracePeriod", key=key)
+            raise ThresholdError(
+                f"invalid eviction grace period specified: {text}, must be a positive value",
+                setting="evictionSoftGracePeriod",
+                key=key,
+            )
         out[signal] = period
     return out
 
@@ -183,8 +188,9 @@ def parse_minimum_reclaims(statements: Mapping[str, str]) -> dict[Signal, Thresh
             except ValueError as exc:
                 raise ThresholdError(str(exc), setting=setting, key=key) from None
             if pct <= 0:
-                raise ThresholdError(f"eviction percentage minimum reclaim {signal} must be positive: {text}",
-                                     setting=setting, key=key)
+                raise ThresholdError(
+                    f"eviction percentage minimum reclaim {signal} must be positive: {text}", setting=setting, key=key
+                )
             out[signal] = ThresholdValue(percentage=pct, written=text)
             continue
         try:
@@ -192,8 +198,7 @@ def parse_minimum_reclaims(statements: Mapping[str, str]) -> dict[Signal, Thresh
         except QuantityError as exc:
             raise ThresholdError(str(exc), setting=setting, key=key) from None
         if q.sign() < 0:
-            raise ThresholdError(f"negative eviction minimum reclaim specified for {signal}",
-                                 setting=setting, key=key)
+            raise ThresholdError(f"negative eviction minimum reclaim specified for {signal}", setting=setting, key=key)
         out[signal] = ThresholdValue(quantity=q, written=text)
     return out
 
@@ -208,9 +213,7 @@ def add_allocatable_thresholds(thresholds: list[Threshold]) -> list[Threshold]:
     return [*thresholds, *extra]
 
 
-def effective_eviction_hard(
-    eviction_hard: Mapping[str, str] | None, *, merge_defaults: bool = False
-) -> dict[str, str]:
+def effective_eviction_hard(eviction_hard: Mapping[str, str] | None, *, merge_defaults: bool = False) -> dict[str, str]:
     """Unset -> upstream defaults; set -> replaces them (unless mergeDefaultEvictionSettings)."""
     if eviction_hard is None:
         return dict(DEFAULT_EVICTION_HARD)
@@ -229,7 +232,8 @@ def parse_threshold_config(
     """``ParseThresholdConfig``, in input order (upstream's order is Go map order)."""
     hard = [t for k, v in eviction_hard.items() if (t := parse_threshold_statement(k, v)) is not None]
     soft = [
-        t for k, v in eviction_soft.items()
+        t
+        for k, v in eviction_soft.items()
         if (t := parse_threshold_statement(k, v, setting="evictionSoft")) is not None
     ]
     graces = parse_grace_periods(eviction_soft_grace_period)
@@ -237,12 +241,14 @@ def parse_threshold_config(
     resolved_soft: list[Threshold] = []
     for t in soft:
         if t.signal not in graces:
-            raise ThresholdError(f"grace period must be specified for the soft eviction threshold {t.signal}",
-                                 setting="evictionSoft", key=str(t.signal))
+            raise ThresholdError(
+                f"grace period must be specified for the soft eviction threshold {t.signal}",
+                setting="evictionSoft",
+                key=str(t.signal),
+            )
         resolved_soft.append(replace(t, grace_period=graces[t.signal]))
     results = [
-        replace(t, min_reclaim=reclaims[t.signal]) if t.signal in reclaims else t
-        for t in (*hard, *resolved_soft)
+        replace(t, min_reclaim=reclaims[t.signal]) if t.signal in reclaims else t for t in (*hard, *resolved_soft)
     ]
     if NODE_ALLOCATABLE_ENFORCEMENT_KEY in enforce_node_allocatable:
         results = add_allocatable_thresholds(results)
@@ -257,18 +263,11 @@ def update_containerfs_thresholds(
     User-written containerfs thresholds are replaced. The upstream quirk of appending an
     empty, never-met threshold when the source has none is not reproduced: it cannot act.
     """
-    kept = [t for t in thresholds if t.signal not in (Signal.CONTAINERFS_AVAILABLE,
-                                                      Signal.CONTAINERFS_INODES_FREE)]
+    kept = [t for t in thresholds if t.signal not in (Signal.CONTAINERFS_AVAILABLE, Signal.CONTAINERFS_INODES_FREE)]
     use_imagefs = dedicated_imagefs and not split_containerfs
     source = {
         Signal.CONTAINERFS_AVAILABLE: Signal.IMAGEFS_AVAILABLE if use_imagefs else Signal.NODEFS_AVAILABLE,
         Signal.CONTAINERFS_INODES_FREE: Signal.IMAGEFS_INODES_FREE if use_imagefs else Signal.NODEFS_INODES_FREE,
     }
-    copies = [
-        replace(t, signal=target)
-        for target, src in source.items()
-        for t in kept
-        if t.signal == src
-    ]
+    copies = [replace(t, signal=target) for target, src in source.items() for t in kept if t.signal == src]
     return [*kept, *copies]
-

@@ -20,7 +20,8 @@ def object_label(raw: Any) -> str:
     if not isinstance(raw, dict):
         return "object"
     kind = raw.get("kind") if isinstance(raw.get("kind"), str) else "object"
-    meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
+    meta_raw = raw.get("metadata")
+    meta: dict[str, Any] = meta_raw if isinstance(meta_raw, dict) else {}
     name = meta.get("name") if isinstance(meta.get("name"), str) else "?"
     ns = meta.get("namespace") if isinstance(meta.get("namespace"), str) else ""
     return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"

@@ -307,8 +307,15 @@ class Workload(_K8s, kw_only=True):
 
 
 AnyObject = (
-    Pod | Node | PriorityClass | RuntimeClass | PodDisruptionBudget | ResourceQuota
-    | PersistentVolume | PersistentVolumeClaim | Workload
+    Pod
+    | Node
+    | PriorityClass
+    | RuntimeClass
+    | PodDisruptionBudget
+    | ResourceQuota
+    | PersistentVolume
+    | PersistentVolumeClaim
+    | Workload
 )
 
 #: kind -> model; the kinds a scenario may contain.

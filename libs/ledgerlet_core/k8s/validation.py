@@ -52,13 +52,13 @@ def validate_object(obj: AnyObject) -> None:
         validate_pod_spec(obj.spec.template.spec, "spec.template.spec")
         for field, value in (("replicas", obj.spec.replicas), ("parallelism", obj.spec.parallelism)):
             if value is not None and value < 0:
-                raise InputError(f"Invalid value: {value}: must be greater than or equal to 0",
-                                 field=f"spec.{field}")
+                raise InputError(f"Invalid value: {value}: must be greater than or equal to 0", field=f"spec.{field}")
     elif isinstance(obj, Node):
         for resource, q in (*obj.status.capacity.items(), *obj.status.allocatable.items()):
             if q.sign() < 0:
-                raise InputError(f'Invalid value: "{q}": must be greater than or equal to 0',
-                                 field=f"status.capacity.{resource}")
+                raise InputError(
+                    f'Invalid value: "{q}": must be greater than or equal to 0', field=f"status.capacity.{resource}"
+                )
 
 
 def validate_pod_spec(spec: PodSpec, path: str) -> None:
@@ -76,8 +76,10 @@ def validate_pod_spec(spec: PodSpec, path: str) -> None:
                 raise InputError(f'Duplicate value: "{c.name}"', field=f"{where}.name")
             seen.add(c.name)
             if c.restart_policy is not None and (group == "containers" or c.restart_policy != "Always"):
-                raise InputError(f'Unsupported value: "{c.restart_policy}": supported values: "Always"',
-                                 field=f"{where}.restartPolicy")
+                raise InputError(
+                    f'Unsupported value: "{c.restart_policy}": supported values: "Always"',
+                    field=f"{where}.restartPolicy",
+                )
             _validate_resources(c, where)
     if spec.termination_grace_period_seconds is not None and spec.termination_grace_period_seconds < 0:
         raise InputError(
@@ -92,8 +94,9 @@ def validate_pod_spec(spec: PodSpec, path: str) -> None:
     if spec.overhead:
         for resource, q in spec.overhead.items():
             if q.sign() < 0:
-                raise InputError(f'Invalid value: "{q}": must be greater than or equal to 0',
-                                 field=f"{path}.overhead.{resource}")
+                raise InputError(
+                    f'Invalid value: "{q}": must be greater than or equal to 0', field=f"{path}.overhead.{resource}"
+                )
 
 
 def _validate_resources(c: Container, where: str) -> None:
@@ -101,8 +104,10 @@ def _validate_resources(c: Container, where: str) -> None:
     for kind, values in (("requests", res.requests), ("limits", res.limits)):
         for resource, q in values.items():
             if q.sign() < 0:
-                raise InputError(f'Invalid value: "{q}": must be greater than or equal to 0',
-                                 field=f"{where}.resources.{kind}.{resource}")
+                raise InputError(
+                    f'Invalid value: "{q}": must be greater than or equal to 0',
+                    field=f"{where}.resources.{kind}.{resource}",
+                )
     for resource, req in res.requests.items():
         lim = res.limits.get(resource)
         if lim is not None and req > lim:

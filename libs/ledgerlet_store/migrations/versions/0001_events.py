@@ -18,8 +18,9 @@ depends_on = None
 def upgrade() -> None:
     op.create_table(
         "events",
-        sa.Column("position", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True,
-                  autoincrement=True),
+        sa.Column(
+            "position", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True, autoincrement=True
+        ),
         sa.Column("event_id", sa.String(36), nullable=False, unique=True),
         sa.Column("run", sa.String(64), nullable=False),
         sa.Column("stream", sa.String(512), nullable=False),

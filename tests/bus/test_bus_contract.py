@@ -1,0 +1,132 @@
+"""One contract for every bus: Kafka's semantics (partitions, keys, groups, offsets)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from ledgerlet_bus.api import Bus, BusTimeout, Record, TopicSpec
+from ledgerlet_bus.memory import MemoryBus
+from ledgerlet_bus.partitioner import murmur2, partition_for
+
+
+@pytest.fixture(params=["memory"])
+async def bus(request: pytest.FixtureRequest) -> AsyncIterator[Bus]:
+    b: Bus = MemoryBus()
+    await b.start()
+    await b.create_topics([TopicSpec("t", 4), TopicSpec("u", 1)])
+    try:
+        yield b
+    finally:
+        await b.close()
+
+
+async def drain(consumer: object, want: int, timeout: float = 5.0) -> list[Record]:
+    got: list[Record] = []
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while len(got) < want and loop.time() < deadline:
+        got.extend(await consumer.getmany(timeout=0.2))  # type: ignore[attr-defined]
+    return got
+
+
+def test_murmur2_matches_kafkas_test_vectors() -> None:
+    # org.apache.kafka.common.utils.UtilsTest#testMurmur2
+    cases = {
+        b"21": -973932308,
+        b"foobar": -790332482,
+        b"a-little-bit-long-string": -985981536,
+        b"a-little-bit-longer-string": -1486304829,
+        b"lkjh234lh9fiuh90y23oiuhsafujhadof229phr9h19h89h8": -58897971,
+        b"abc": 479470107,
+    }
+    for key, expected in cases.items():
+        assert murmur2(key) == expected
+    assert 0 <= partition_for(b"node-1", 4) < 4
+
+
+async def test_keys_keep_their_order_and_partition(bus: Bus) -> None:
+    p = bus.producer()
+    for i in range(40):
+        await p.send("t", f"{i % 4}:{i}".encode(), key=f"k{i % 4}".encode())
+    await p.flush()
+    c = bus.consumer("g", ["t"])
+    got = await drain(c, 40)
+    assert len(got) == 40
+    by_key: dict[bytes | None, list[int]] = {}
+    parts: dict[bytes | None, set[int]] = {}
+    for r in got:
+        by_key.setdefault(r.key, []).append(int(r.value.split(b":")[1]))
+        parts.setdefault(r.key, set()).add(r.partition)
+    assert all(v == sorted(v) for v in by_key.values())
+    assert all(len(s) == 1 for s in parts.values())
+
+
+async def test_groups_each_get_everything_and_members_split_partitions(bus: Bus) -> None:
+    p = bus.producer()
+    for i in range(20):
+        await p.send("t", str(i).encode(), key=str(i).encode())
+    await p.flush()
+    a1 = bus.consumer("a", ["t"])
+    a2 = bus.consumer("a", ["t"])
+    b = bus.consumer("b", ["t"])
+    got_a = [*(await drain(a1, 1, 0.5)), *(await drain(a2, 1, 0.5))]
+    got_a += await a1.getmany(timeout=0.1) + await a2.getmany(timeout=0.1)
+    got_b = await drain(b, 20)
+    assert sorted(int(r.value) for r in got_b) == list(range(20))
+    assert sorted(int(r.value) for r in got_a) == list(range(20))
+
+
+async def test_committed_offsets_are_where_a_new_member_resumes(bus: Bus) -> None:
+    p = bus.producer()
+    for i in range(10):
+        await p.send("u", str(i).encode(), key=b"k")
+    await p.flush()
+    c1 = bus.consumer("g", ["u"])
+    got = await drain(c1, 10)
+    await c1.commit({("u", 0): got[5].offset + 1})  # handled 0..5
+    await c1.close()
+    c2 = bus.consumer("g", ["u"])
+    again = await drain(c2, 4)
+    assert [int(r.value) for r in again] == [6, 7, 8, 9]  # at-least-once: uncommitted ones come back
+
+
+async def test_lag_and_idle(bus: Bus) -> None:
+    p = bus.producer()
+    await p.send("u", b"x", key=b"k")
+    await p.flush()
+    groups = {"g": ["u"]}
+    assert await bus.lag(groups) == 1
+    with pytest.raises(BusTimeout):
+        await bus.wait_idle(groups, timeout=0.2)
+    c = bus.consumer("g", ["u"])
+    [r] = await drain(c, 1)
+    assert await bus.lag(groups) == 1  # fetched is not done: only a commit is
+    await c.commit({("u", 0): r.offset + 1})
+    await bus.wait_idle(groups, timeout=1)
+    assert await bus.lag(groups) == 0
+
+
+async def test_idle_waits_for_a_chain_of_work(bus: Bus) -> None:
+    """A handler that produces before it commits keeps the bus busy until the chain ends."""
+    c = bus.consumer("relay", ["u"])
+    p = bus.producer()
+
+    async def relay() -> None:
+        for _ in range(3):
+            recs = await drain(c, 1)
+            for r in recs:
+                n = int(r.value)
+                if n < 3:
+                    await p.send("u", str(n + 1).encode(), key=b"k")
+                await p.flush()
+                await c.commit({("u", 0): r.offset + 1})
+
+    task = asyncio.create_task(relay())
+    await p.send("u", b"1", key=b"k")
+    await p.flush()
+    await bus.wait_idle({"relay": ["u"]}, timeout=5)
+    assert await bus.lag({"relay": ["u"]}) == 0
+    await task

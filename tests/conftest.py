@@ -1,0 +1,72 @@
+"""Shared fixtures: real PostgreSQL (the local server, or LEDGERLET_TEST_PG), temp SQLite."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import asyncpg
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+
+#: An admin DSN for the PostgreSQL server tests may create databases on.
+PG_ADMIN = os.environ.get("LEDGERLET_TEST_PG", "postgresql://postgres@127.0.0.1:5432/postgres")
+
+
+def _pg_dsn(database: str) -> str:
+    base, _, _ = PG_ADMIN.rpartition("/")
+    return f"{base}/{database}"
+
+
+async def _pg_exec(sql: str) -> None:
+    conn = await asyncpg.connect(PG_ADMIN.replace("postgresql+asyncpg", "postgresql"))
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> str:
+    """The PostgreSQL admin DSN; fails loudly when the server is not there."""
+    try:
+        asyncio.run(_pg_exec("SELECT 1"))
+    except (OSError, asyncpg.PostgresError) as exc:
+        pytest.fail(f"PostgreSQL is needed at {PG_ADMIN} (set LEDGERLET_TEST_PG): {exc}")
+    return PG_ADMIN
+
+
+@pytest.fixture
+def pg_database(pg_server: str) -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test; dropped afterwards."""
+    name = f"ledgerlet_t_{uuid.uuid4().hex[:12]}"
+    asyncio.run(_pg_exec(f'CREATE DATABASE "{name}"'))
+    try:
+        yield _pg_dsn(name)
+    finally:
+        asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_dsn(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Each store test runs against both backends."""
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'events.db'}"
+    else:
+        yield request.getfixturevalue("pg_database")
+
+
+@pytest.fixture
+async def store(store_dsn: str) -> AsyncIterator[object]:
+    from ledgerlet_store.store import EventStore
+
+    s = await EventStore.open(store_dsn)
+    try:
+        yield s
+    finally:
+        await s.close()

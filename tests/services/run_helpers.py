@@ -1,0 +1,39 @@
+"""Running scenarios in tests, the way `ledgerlet run` does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ledgerlet_core.contracts.decision_log import encode_records, to_records
+from ledgerlet_core.scenario import load_scenario
+from ledgerlet_services.embedded import RunResult, run_embedded
+from ledgerlet_store.store import EventStore
+
+
+async def run_file(path: Path, store_dsn: str, *, run: str | None = None) -> tuple[list[dict[str, Any]], RunResult]:
+    scenario = load_scenario(path.read_text(), str(path))  # noqa: ASYNC240 (a small file, in a test)
+    store = await EventStore.open(store_dsn)
+    try:
+        result = await run_embedded(scenario, store, run=run)
+    finally:
+        await store.close()
+    text = encode_records(to_records([d.envelope for d in result.decisions], scenario.start))
+    return [json.loads(line) for line in text.splitlines()], result
+
+
+def normalized(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Records with ids (and ids in causes) replaced by stable labels, for comparing runs."""
+    labels: dict[str, str] = {}
+
+    def label(i: str) -> str:
+        return labels.setdefault(i, f"#{len(labels)}")
+
+    out = []
+    for r in records:
+        r = dict(r)
+        r["id"] = label(r["id"])
+        r["causes"] = [label(c) for c in r.get("causes", [])]
+        out.append(r)
+    return out

@@ -1,0 +1,111 @@
+"""The example scenarios, run embedded end to end: decisions asserted, logs validated."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from referencing import Registry, Resource
+
+from tests.conftest import EXAMPLES, ROOT
+
+from .run_helpers import normalized, run_file
+
+CONTRACTS = ROOT / "contracts"
+
+
+def validator() -> jsonschema.Draft202012Validator:
+    resources = []
+    for path in CONTRACTS.rglob("*.schema.json"):
+        doc = json.loads(path.read_text())
+        resources.append((doc["$id"], Resource.from_contents(doc)))
+    schema = json.loads((CONTRACTS / "decision-log.v1.schema.json").read_text())
+    return jsonschema.Draft202012Validator(schema, registry=Registry().with_resources(resources))
+
+
+def brief(records: list[dict[str, Any]]) -> list[tuple[float, str, str]]:
+    return [(r["t"], r["type"], r.get("pod", r.get("node", ""))) for r in records]
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.yaml")))
+async def test_every_example_log_validates_against_the_spec_schema(name: str, tmp_path: Path) -> None:
+    records, _ = await run_file(EXAMPLES / name, f"sqlite:///{tmp_path / 'e.db'}")
+    assert records
+    v = validator()
+    for r in records:
+        v.validate(r)
+    assert [r["seq"] for r in records] == list(range(1, len(records) + 1))
+
+
+async def test_memory_pressure_example(tmp_path: Path) -> None:
+    records, result = await run_file(EXAMPLES / "memory-pressure.yaml", f"sqlite:///{tmp_path / 'm.db'}")
+    assert brief(records) == [
+        (240.0, "NodeConditionChanged", "worker-1"),
+        (240.0, "PodEvicted", "default/cache"),
+        (240.0, "PodTerminated", "default/cache"),
+        (540.0, "NodeConditionChanged", "worker-1"),
+        (580.0, "NodeConditionChanged", "worker-1"),
+        (580.0, "PodEvicted", "default/api"),
+        (580.0, "PodTerminated", "default/api"),
+    ]
+    first, second = records[1]["data"], records[5]["data"]
+    # the cache exceeds its request (0) and has the lowest priority; the static kube-proxy is critical
+    assert first["signal"] == "memory.available" and first["threshold"] == "memory.available<500Mi"
+    assert first["ranking"] == ["default/cache", "kube-system/kube-proxy-worker-1", "default/api", "default/db"]
+    assert first["gracePeriodSeconds"] == 1 and first["observed"] < 500 * 2**20
+    assert first["message"].startswith("The node was low on resource: memory. Threshold quantity: 500Mi, available: ")
+    # then the api leaks past its request; the Guaranteed db stays under its request, ranked last
+    assert second["ranking"] == ["kube-system/kube-proxy-worker-1", "default/api", "default/db"]
+    assert second["skippedCritical"] == ["kube-system/kube-proxy-worker-1"]
+    assert "Container api was using" in second["message"] and "request is 1Gi" in second["message"]
+    cond = [(r["t"], r["data"]["status"]) for r in records if r["type"] == "NodeConditionChanged"]
+    assert cond == [(240.0, "True"), (540.0, "False"), (580.0, "True")]  # 5m transition period
+    terminated = records[2]["data"]
+    assert terminated == {"reason": "Evicted", "gracePeriodSeconds": 1, "killedAt": 240.0}
+    assert records[2]["causes"] == [records[1]["id"]]
+    assert result.events_stored > 100  # inputs, ticks, observations and decisions are all in the store
+
+
+async def test_disk_pressure_fluentd_example_reproduces_the_post_mortem(tmp_path: Path) -> None:
+    records, _ = await run_file(EXAMPLES / "disk-pressure-fluentd.yaml", f"sqlite:///{tmp_path / 'd.db'}")
+    kinds = [(r["type"], r.get("pod", "")) for r in records]
+    assert kinds[:3] == [("NodeConditionChanged", ""), ("NodeReclaimed", ""), ("NodeReclaimed", "")]
+    evicted = [r for r in records if r["type"] == "PodEvicted"]
+    assert [r["pod"] for r in evicted] == ["kube-system/fluentd-elasticsearch-wk8xc"]
+    ev = evicted[0]["data"]
+    # one root disk: the runtime's imagefs is the root disk, and imagefs.available<15% fires first
+    assert ev["signal"] == "imagefs.available" and ev["threshold"] == "imagefs.available<15%"
+    assert ev["resource"] == "ephemeral-storage" and ev["gracePeriodSeconds"] == 1
+    assert ev["thresholdQuantity"] == 6120328640  # float32 15% of 40802189312
+    assert ev["ranking"][0] == "kube-system/fluentd-elasticsearch-wk8xc"
+    assert [a["action"] for a in ev["nodeReclaim"]] == ["GarbageCollectContainers", "DeleteUnusedImages"]
+    rejected = [r for r in records if r["type"] == "PodRejected"]
+    assert [(r["pod"], r["data"]["reason"], r["data"]["message"]) for r in rejected] == [
+        ("kube-system/fluentd-elasticsearch-l2f4s", "Evicted", "The node had condition: [DiskPressure]. ")
+    ]
+    # the evicted pod's logs stay on disk as a dead container until container GC frees them
+    after = [r for r in records if r["type"] == "NodeReclaimed" and r["t"] > evicted[0]["t"]]
+    assert after[0]["data"]["action"] == "GarbageCollectContainers" and after[0]["data"]["bytesFreed"] > 2 * 2**30
+    assert after[1]["data"]["images"] == ["quay.io/fluentd_elasticsearch/fluentd:v2.5.2"]
+    conditions = [(r["t"], r["data"]["status"]) for r in records if r["type"] == "NodeConditionChanged"]
+    assert conditions[0][1] == "True" and conditions[-1][1] == "True" and len(conditions) == 3
+
+
+@pytest.mark.parametrize("name", ["memory-pressure.yaml", "disk-pressure-fluentd.yaml"])
+async def test_same_scenario_twice_gives_the_same_decision_log(name: str, tmp_path: Path) -> None:
+    a, _ = await run_file(EXAMPLES / name, f"sqlite:///{tmp_path / 'a.db'}")
+    b, _ = await run_file(EXAMPLES / name, f"sqlite:///{tmp_path / 'b.db'}")
+    assert normalized(a) == normalized(b)
+    # with the same run id the logs are identical, ids included
+    c, _ = await run_file(EXAMPLES / name, f"sqlite:///{tmp_path / 'c.db'}", run="fixed")
+    d, _ = await run_file(EXAMPLES / name, f"sqlite:///{tmp_path / 'd.db'}", run="fixed")
+    assert c == d
+
+
+async def test_run_on_postgresql_matches_sqlite(tmp_path: Path, pg_database: str) -> None:
+    a, _ = await run_file(EXAMPLES / "memory-pressure.yaml", f"sqlite:///{tmp_path / 'a.db'}", run="r")
+    b, _ = await run_file(EXAMPLES / "memory-pressure.yaml", pg_database, run="r")
+    assert a == b

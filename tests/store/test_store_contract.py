@@ -1,0 +1,135 @@
+"""One contract for the event store, run on SQLite and on PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from ledgerlet_core.contracts.decisions import NodeReclaimed, PodTerminated
+from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.contracts.registry import decode_data, make_envelope
+from ledgerlet_store.store import EventStore, WrongExpectedVersion
+
+S = 10**9
+
+
+def ev(
+    i: int,
+    *,
+    run: str = "run-a",
+    stream: str = "node/n1",
+    t: int | None = None,
+    order: list[int] | None = None,
+    node: str | None = "n1",
+) -> Envelope:
+    return make_envelope(
+        NodeReclaimed(signal="nodefs.available", action="GarbageCollectContainers", bytes_freed=i),
+        run=run,
+        t=t if t is not None else i * S,
+        order=order or [1, i],
+        stream=stream,
+        node=node,
+    )
+
+
+async def test_append_and_read_a_stream(store: EventStore) -> None:
+    events = [ev(i) for i in range(3)]
+    await store.append("node/n1", events, expected_version=0)
+    got = await store.read_stream("run-a", "node/n1")
+    assert [g.version for g in got] == [1, 2, 3]
+    assert [g.envelope.id for g in got] == [e.id for e in events]
+    assert decode_data(got[2].envelope).bytes_freed == 2
+    assert got[0].envelope.order == [1, 0] and got[0].envelope.node == "n1"
+    assert await store.stream_version("run-a", "node/n1") == 3
+
+
+async def test_optimistic_concurrency(store: EventStore) -> None:
+    await store.append("node/n1", [ev(0)], expected_version=0)
+    with pytest.raises(WrongExpectedVersion) as err:
+        await store.append("node/n1", [ev(1)], expected_version=0)
+    assert (err.value.expected, err.value.actual) == (0, 1)
+    await store.append("node/n1", [ev(1)], expected_version=1)
+    assert await store.count() == 2
+
+
+async def test_append_is_idempotent_by_event_id(store: EventStore) -> None:
+    events = [ev(i) for i in range(3)]
+    first = await store.append("node/n1", events, expected_version=0)
+    again = await store.append("node/n1", events, expected_version=0)  # a retried append
+    assert first == again
+    assert await store.append_batch(events) == 0
+    assert await store.count() == 3
+
+
+async def test_batch_across_streams_dedupes_within_and_against_the_store(store: EventStore) -> None:
+    a = [ev(i, stream="node/n1") for i in range(3)]
+    b = [ev(i, stream="node/n2", node="n2", order=[2, i]) for i in range(2)]
+    assert await store.append_batch([*a, *b, a[0]]) == 5
+    assert await store.append_batch([*a, ev(9)]) == 1
+    assert [g.version for g in await store.read_stream("run-a", "node/n2")] == [1, 2]
+    assert [g.version for g in await store.read_stream("run-a", "node/n1")] == [1, 2, 3, 4]
+
+
+async def test_global_positions_and_reading_by_position(store: EventStore) -> None:
+    await store.append_batch([ev(i) for i in range(5)])
+    everything = await store.read_all()
+    positions = [e.position for e in everything]
+    assert positions == sorted(positions) and len(set(positions)) == 5
+    tail = await store.read_all(from_position=positions[2], limit=2)
+    assert [e.position for e in tail] == positions[2:4]
+
+
+async def test_read_by_type_and_time_range(store: EventStore) -> None:
+    term = make_envelope(
+        PodTerminated(reason="Evicted", grace_period_seconds=1, killed_at=5.0),
+        run="run-a",
+        t=5 * S,
+        order=[1, 99],
+        stream="pod/default/p",
+        pod="default/p",
+    )
+    await store.append_batch([*(ev(i) for i in range(10)), term])
+    got = await store.read_by_type(["NodeReclaimed"], run="run-a", t_from=3 * S, t_to=6 * S)
+    assert [g.envelope.t // S for g in got] == [3, 4, 5, 6]
+    assert [g.envelope.type for g in await store.read_by_type(["PodTerminated"])] == ["PodTerminated"]
+
+
+async def test_a_runs_events_come_back_in_decision_order(store: EventStore) -> None:
+    # stored out of order; read back by (virtual time, causal order)
+    late = ev(1, t=10 * S, order=[1, 0])
+    child = ev(2, t=5 * S, order=[1, 0, 20, 0])
+    parent = ev(3, t=5 * S, order=[1, 0])
+    sibling = ev(4, t=5 * S, order=[1, 1])
+    other_run = ev(5, run="run-b", t=0, order=[0])
+    await store.append_batch([late, sibling, child, other_run, parent])
+    got = await store.read_run("run-a")
+    assert [g.envelope.id for g in got] == [parent.id, child.id, sibling.id, late.id]
+    assert [r for r, _ in await store.runs()] == []  # no ScenarioStarted yet
+
+
+async def test_concurrent_appenders_cannot_both_win(store: EventStore) -> None:
+    await store.append("node/n1", [ev(0)], expected_version=0)
+    results = await asyncio.gather(
+        store.append("node/n1", [ev(1)], expected_version=1),
+        store.append("node/n1", [ev(2)], expected_version=1),
+        return_exceptions=True,
+    )
+    assert sum(isinstance(r, WrongExpectedVersion) for r in results) == 1
+    assert await store.stream_version("run-a", "node/n1") == 2
+
+
+async def test_large_batches(store: EventStore) -> None:
+    n = 6000
+    assert await store.append_batch([ev(i, order=[1, i]) for i in range(n)]) == n
+    assert await store.count("run-a") == n
+
+
+async def test_migrations_are_idempotent(store_dsn: str) -> None:
+    for _ in range(2):
+        s = await EventStore.open(store_dsn)
+        await s.append_batch([ev(0)])
+        await s.close()
+    s = await EventStore.open(store_dsn)
+    assert await s.count() == 1
+    await s.close()
