@@ -90,14 +90,6 @@ def node_capacity(node: Node | None, usage: NodeUsage) -> NodeCapacity:
     return NodeCapacity(memory, nodefs, inodes, pids, imagefs, imagefs_inodes)
 
 
-@dataclass(frozen=True, slots=True)
-class RunningPod:
-    """A pod running on the node, with the usage series that apply to it (if any)."""
-
-    pod: Pod
-    usage: PodUsage | None
-
-
 def _fs(capacity: int, used: int, inodes: int, inodes_used: int, time: str) -> FsStats:
     return FsStats(
         time=time,
@@ -121,84 +113,102 @@ def is_local_volume(v: Volume) -> bool:
     return v.empty_dir is not None and v.empty_dir.medium != "Memory"
 
 
-@dataclass(slots=True)
-class _PodNumbers:
-    stats: PodStats
-    memory: int
-    rootfs: int
-    logs: int
-    volumes: int
-    inodes: int
-    pids: int
+@dataclass(frozen=True, slots=True)
+class PodPlan:
+    """Which series feed which container and volume of one pod: worked out once, so a pass
+    only evaluates series (the collector's hot path)."""
+
+    ref: PodReference
+    #: (container name, memory, rootfs, logs); ``None`` where the container uses nothing
+    containers: tuple[tuple[str, Series | None, Series | None, Series | None], ...]
+    #: (volume name, usage, counts as local ephemeral storage)
+    volumes: tuple[tuple[str, Series, bool], ...]
+    inodes: Series
+    pids: Series
 
 
-def _container_values(pod: Pod, usage: PodUsage, t: int) -> list[tuple[str, int, int, int]]:
+def plan_pod(pod: Pod, usage: PodUsage | None) -> PodPlan:
+    """Per-container usage when ``containers`` splits it; otherwise the pod-level series
+    go to the first container. The pod's inode count is carried on the first container."""
+    u = usage or PodUsage()
     names = [c.name for c in pod.spec.containers]
-    per: dict[str, list[int]] = {n: [0, 0, 0] for n in names}
-    for idx, (res, pod_series) in enumerate((("memory", usage.memory), ("rootfs", usage.rootfs), ("logs", usage.logs))):
-        split = [(n, getattr(c, res)) for n, c in usage.containers.items() if getattr(c, res) is not None]
+    per: dict[str, list[Series | None]] = {n: [None, None, None] for n in names}
+    for idx, (res, pod_series) in enumerate((("memory", u.memory), ("rootfs", u.rootfs), ("logs", u.logs))):
+        split = [(n, getattr(c, res)) for n, c in u.containers.items() if getattr(c, res) is not None]
         if split:
-            for n, s in split:
-                per.setdefault(n, [0, 0, 0])[idx] = s.at(t)
-        elif names:
-            per[names[0]][idx] = pod_series.at(t)
-    return [(n, v[0], v[1], v[2]) for n, v in per.items()]
+            for n, series in split:
+                per.setdefault(n, [None, None, None])[idx] = series
+        elif names and pod_series is not ZERO:
+            per[names[0]][idx] = pod_series
+    local = local_volume_names(pod)
+    volumes: list[tuple[str, Series, bool]] = []
+    if u.volumes_by_name:
+        volumes = [(name, series, name in local or not local) for name, series in u.volumes_by_name.items()]
+    elif u.volumes is not ZERO or local:
+        volumes = [(local[0] if local else "ephemeral", u.volumes, True)]
+    return PodPlan(
+        ref=PodReference(name=pod.metadata.name, namespace=pod.metadata.namespace, uid=pod.metadata.uid),
+        containers=tuple((n, v[0], v[1], v[2]) for n, v in per.items()),
+        volumes=tuple(volumes),
+        inodes=u.inodes,
+        pids=u.pids,
+    )
 
 
-def pod_writable_bytes(pod: Pod, usage: PodUsage, t: int) -> tuple[int, int]:
+def pod_writable_bytes(plan: PodPlan, t: int) -> tuple[int, int]:
     """Writable-layer and log bytes of the pod's containers at ``t``."""
-    values = _container_values(pod, usage, t)
-    return sum(v[2] for v in values), sum(v[3] for v in values)
+    rootfs = sum(c[2].at(t) for c in plan.containers if c[2] is not None)
+    logs = sum(c[3].at(t) for c in plan.containers if c[3] is not None)
+    return rootfs, logs
 
 
-def _pod_numbers(rp: RunningPod, t: int, time: str) -> _PodNumbers:
-    pod = rp.pod
-    usage = rp.usage or PodUsage()
+def _pod_stats(plan: PodPlan, t: int) -> tuple[PodStats, int, int, int, int, int, int]:
+    """The pod's stats, and its memory, rootfs, logs, local volume bytes, inodes, pids."""
     containers: list[ContainerStats] = []
     mem = rootfs = logs = 0
-    inodes = usage.inodes.at(t)
-    for i, (name, m, r, lg) in enumerate(_container_values(pod, usage, t)):
+    inodes = plan.inodes.at(t)
+    first = True
+    for name, ms, rs, ls in plan.containers:
+        m = ms.at(t) if ms is not None else 0
+        r = rs.at(t) if rs is not None else 0
+        lg = ls.at(t) if ls is not None else 0
         mem += m
         rootfs += r
         logs += lg
         containers.append(
             ContainerStats(
                 name=name,
-                memory=MemoryStats(time=time, working_set_bytes=m, usage_bytes=m),
-                # A pod's inode count is carried on its first container's writable layer.
-                rootfs=FsStats(time=time, used_bytes=r, inodes_used=inodes if i == 0 else 0),
-                logs=FsStats(time=time, used_bytes=lg, inodes_used=0),
+                memory=MemoryStats(working_set_bytes=m),
+                rootfs=FsStats(used_bytes=r, inodes_used=inodes if first else 0),
+                logs=FsStats(used_bytes=lg),
             )
         )
+        first = False
     volumes: list[VolumeStats] = []
     vol_total = 0
-    local = local_volume_names(pod)
-    if usage.volumes_by_name:
-        for name, series in usage.volumes_by_name.items():
-            used = series.at(t)
-            vol_total += used if name in local or not local else 0
-            volumes.append(VolumeStats(name=name, time=time, used_bytes=used, inodes_used=0))
-    else:
-        used = usage.volumes.at(t)
-        if used or local:
-            name = local[0] if local else "ephemeral"
-            vol_total = used
-            volumes.append(VolumeStats(name=name, time=time, used_bytes=used, inodes_used=0))
-    pids = usage.pids.at(t)
+    for name, series, counts in plan.volumes:
+        used = series.at(t)
+        if counts:
+            vol_total += used
+        volumes.append(VolumeStats(name=name, used_bytes=used))
+    pids = plan.pids.at(t)
     stats = PodStats(
-        pod_ref=PodReference(name=pod.metadata.name, namespace=pod.metadata.namespace, uid=pod.metadata.uid),
+        pod_ref=plan.ref,
         containers=containers,
-        memory=MemoryStats(time=time, working_set_bytes=mem, usage_bytes=mem),
+        memory=MemoryStats(working_set_bytes=mem),
         volume=volumes,
-        ephemeral_storage=FsStats(time=time, used_bytes=rootfs + logs + vol_total, inodes_used=inodes),
+        ephemeral_storage=FsStats(used_bytes=rootfs + logs + vol_total, inodes_used=inodes),
         process_stats=ProcessStats(process_count=pids),
     )
-    return _PodNumbers(stats, mem, rootfs, logs, vol_total, inodes, pids)
+    return stats, mem, rootfs, logs, vol_total, inodes, pids
 
 
-def images_in_use(images: Iterable[Image], pods: Iterable[RunningPod]) -> set[str]:
+def pod_images(pod: Pod) -> set[str]:
+    return {c.image for c in (*pod.spec.containers, *pod.spec.init_containers) if c.image}
+
+
+def images_in_use(images: Iterable[Image], running: set[str]) -> set[str]:
     """Images the runtime reports in use: flagged so, or run by a container on the node."""
-    running = {c.image for rp in pods for c in (*rp.pod.spec.containers, *rp.pod.spec.init_containers)}
     return {img.name for img in images if img.in_use or img.name in running}
 
 
@@ -211,13 +221,21 @@ def derive_summary(
     layout: str,
     images: Sequence[Image],
     dead_containers_bytes: int,
-    pods: Sequence[RunningPod],
+    pods: Sequence[PodPlan],
     pods_memory_limit: int | None,
 ) -> Summary:
     """The Summary the kubelet would read at virtual time ``t`` (ns)."""
-    numbers = [_pod_numbers(rp, t, time) for rp in pods]
+    pod_stats: list[PodStats] = []
+    pods_ws = rootfs = logs_volumes = pod_inodes = pod_pids = 0
+    for plan in pods:
+        ps, m, r, lg, v, ino, pid = _pod_stats(plan, t)
+        pod_stats.append(ps)
+        pods_ws += m
+        rootfs += r
+        logs_volumes += lg + v
+        pod_inodes += ino
+        pod_pids += pid
     system: Mapping[str, Series] = usage.system
-    pods_ws = sum(n.memory for n in numbers)
     node_ws = system.get("memory", ZERO).at(t) + pods_ws
     inactive = usage.inactive_file.at(t)
     memory = MemoryStats(
@@ -233,9 +251,6 @@ def derive_summary(
         working_set_bytes=pods_ws,
     )
     image_bytes = sum(i.size for i in images)
-    rootfs = sum(n.rootfs for n in numbers)
-    logs_volumes = sum(n.logs + n.volumes for n in numbers)
-    pod_inodes = sum(n.inodes for n in numbers)
     sys_fs = system.get("nodefs", ZERO).at(t)
     sys_inodes = system.get("nodefsInodes", ZERO).at(t)
 
@@ -269,7 +284,7 @@ def derive_summary(
         )
         imagefs = containerfs = nodefs
 
-    curproc = system.get("pids", ZERO).at(t) + sum(n.pids for n in numbers)
+    curproc = system.get("pids", ZERO).at(t) + pod_pids
     return Summary(
         node=NodeStats(
             node_name=node_name,
@@ -279,7 +294,7 @@ def derive_summary(
             runtime=RuntimeStats(image_fs=imagefs, container_fs=containerfs),
             rlimit=RlimitStats(time=time, maxpid=capacity.pids, curproc=curproc),
         ),
-        pods=[n.stats for n in numbers],
+        pods=pod_stats,
     )
 
 
@@ -295,9 +310,11 @@ __all__ = [
     "LAYOUT_SINGLE",
     "LAYOUT_SPLIT_IMAGEFS",
     "NodeCapacity",
-    "RunningPod",
+    "PodPlan",
     "derive_summary",
     "effective_layout",
     "images_in_use",
     "node_capacity",
+    "plan_pod",
+    "pod_images",
 ]

@@ -30,14 +30,22 @@ class Series:
 
     times: tuple[int, ...]
     values: tuple[int, ...]
+    #: the value when every point has the same one (the hot path skips interpolation)
+    fixed: int | None = None
+
+    def __post_init__(self) -> None:
+        if len(set(self.values)) == 1:
+            object.__setattr__(self, "fixed", self.values[0])
 
     @staticmethod
     def constant(value: int) -> Series:
         return Series((0,), (value,))
 
     def at(self, t: int) -> int:
+        if self.fixed is not None:
+            return self.fixed
         times = self.times
-        if len(times) == 1 or t <= times[0]:
+        if t <= times[0]:
             return self.values[0]
         if t >= times[-1]:
             return self.values[-1]
@@ -47,7 +55,7 @@ class Series:
         return v0 + ((v1 - v0) * (t - t0)) // (t1 - t0)
 
     def is_constant(self) -> bool:
-        return len(set(self.values)) == 1
+        return self.fixed is not None
 
 
 ZERO: Final = Series.constant(0)

@@ -39,6 +39,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--run-id", help="use this run id (ids in the log are derived from it)")
     run.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    run.add_argument(
+        "--store-observations",
+        choices=["node", "full"],
+        default="node",
+        help="store derived observations with node-level stats only (default; they can be derived "
+        "again from the stored inputs) or in full, with every pod's stats",
+    )
 
     contracts = sub.add_parser("contracts", help="write or check the JSON Schemas in contracts/")
     contracts.add_argument("--dir", type=Path, default=Path("contracts"))
@@ -72,7 +79,9 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         return EXIT_FAILED
     try:
         with virtual_time_progress(console, scenario.duration, enabled=not args.quiet and console.is_terminal) as cb:
-            result = await run_embedded(scenario, store, run=args.run_id, progress=cb)
+            result = await run_embedded(
+                scenario, store, run=args.run_id, progress=cb, full_observations=args.store_observations == "full"
+            )
     except ServiceFailed as exc:
         console.print(f"[red]error:[/red] {exc}", highlight=False)
         return EXIT_FAILED

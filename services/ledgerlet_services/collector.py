@@ -27,11 +27,13 @@ from ledgerlet_core.k8s.objects import Node, Pod
 from ledgerlet_core.kubelet_config import KubeletConfig, config_for_node
 from ledgerlet_core.stats import (
     NodeCapacity,
-    RunningPod,
+    PodPlan,
     derive_summary,
     effective_layout,
     images_in_use,
     node_capacity,
+    plan_pod,
+    pod_images,
     pod_writable_bytes,
 )
 from ledgerlet_core.summary import Summary
@@ -60,6 +62,8 @@ class _Node:
     next_pass: int | None = None
     pending_stats: list[tuple[Envelope, inp.StatsReported]] = field(default_factory=list)
     pods: dict[str, Pod] = field(default_factory=dict)  # running, in admission order
+    plans: dict[str, PodPlan] = field(default_factory=dict)  # what feeds each running pod's stats
+    images_running: dict[str, int] = field(default_factory=dict)  # image -> running containers using it
 
 
 class Collector(Service):
@@ -116,6 +120,9 @@ class Collector(Service):
         if node is None:
             return
         node.pods[pod.key] = pod
+        node.plans[pod.key] = plan_pod(pod, self._usage_for(pod))
+        for image in pod_images(pod):
+            node.images_running[image] = node.images_running.get(image, 0) + 1
         self.pod_node[pod.key] = node.node.metadata.name
 
     def _on_UsageDeclared(self, env: Envelope, data: inp.UsageDeclared, out: Emitter) -> None:
@@ -138,6 +145,25 @@ class Collector(Service):
             self._want_tick(node.next_pass, out)
         else:
             self.pod_usage[key] = parse_pod_usage(data.usage, f"usage.{key}")
+            self._replan(key)
+
+    def _replan(self, usage_key: str) -> None:
+        """Re-plan the running pods a new usage entry applies to (and only those)."""
+        if usage_key.count("/") == 1:
+            node_name = self.pod_node.get(usage_key)
+            targets = [(node_name, usage_key)] if node_name else []
+        else:
+            ns, kind, name = usage_key.split("/")
+            targets = [
+                (n, k)
+                for n, node in self.nodes.items()
+                for k, p in node.pods.items()
+                if p.metadata.namespace == ns
+                and any(r.kind == kind and r.name == name for r in p.metadata.owner_references)
+            ]
+        for node_name, pod_key in targets:
+            node = self.nodes[node_name]
+            node.plans[pod_key] = plan_pod(node.pods[pod_key], self._usage_for(node.pods[pod_key]))
 
     def _on_StatsReported(self, env: Envelope, data: inp.StatsReported, out: Emitter) -> None:
         node = self.nodes.get(data.node)
@@ -155,16 +181,16 @@ class Collector(Service):
         pod = node.pods.get(env.pod) if node else None
         if node is None or pod is None:
             return
-        usage = self._usage_for(pod)
-        if usage is not None and node.usage is not None:
+        plan = node.plans.get(env.pod)
+        if plan is not None and node.usage is not None:
             # The exited containers stay on disk (writable layer and logs) until container GC.
-            rootfs, logs = pod_writable_bytes(pod, usage, env.t)
+            rootfs, logs = pod_writable_bytes(plan, env.t)
             node.dead_container_bytes += rootfs + logs
         node.dead_containers += len(pod.spec.containers)
         self._stop(env.pod)
-        still_used = {c.image for p in node.pods.values() for c in p.spec.containers}
+        released = pod_images(pod)
         for i, img in enumerate(node.images):
-            if img.name not in still_used and any(c.image == img.name for c in pod.spec.containers):
+            if img.name in released and not node.images_running.get(img.name):
                 node.images[i] = msgspec.structs.replace(img, last_used=env.t)
 
     def _on_NodeReclaimed(self, env: Envelope, data: dec.NodeReclaimed, out: Emitter) -> None:
@@ -182,8 +208,15 @@ class Collector(Service):
         if pod_key is None:
             return
         node_name = self.pod_node.pop(pod_key, None)
-        if node_name and node_name in self.nodes:
-            self.nodes[node_name].pods.pop(pod_key, None)
+        node = self.nodes.get(node_name) if node_name else None
+        if node is None:
+            return
+        pod = node.pods.pop(pod_key, None)
+        node.plans.pop(pod_key, None)
+        for image in pod_images(pod) if pod is not None else ():
+            node.images_running[image] -= 1
+            if not node.images_running[image]:
+                del node.images_running[image]
 
     # -- the clock ----------------------------------------------------------------
     def _on_ClockTick(self, env: Envelope, data: ClockTick, out: Emitter) -> None:
@@ -231,7 +264,6 @@ class Collector(Service):
 
     def _observe_usage(self, name: str, node: _Node, tick: Envelope, out: Emitter) -> None:
         assert node.usage is not None and node.capacity is not None
-        running = [RunningPod(p, self._usage_for(p)) for p in node.pods.values()]
         summary = derive_summary(
             name,
             tick.t,
@@ -241,7 +273,7 @@ class Collector(Service):
             node.layout,
             node.images,
             node.dead_container_bytes,
-            running,
+            list(node.plans.values()),
             self._pods_memory_limit(node),
         )
         out.emit(
@@ -252,8 +284,7 @@ class Collector(Service):
         )
 
     def _runtime_view(self, node: _Node) -> RuntimeView:
-        running = [RunningPod(p, None) for p in node.pods.values()]
-        in_use = images_in_use(node.images, running)
+        in_use = images_in_use(node.images, set(node.images_running))
         images = [msgspec.structs.replace(i, in_use=i.name in in_use) for i in node.images]
         return RuntimeView(
             layout=node.layout,

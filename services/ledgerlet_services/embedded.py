@@ -51,13 +51,14 @@ async def run_embedded(
     run: str | None = None,
     progress: Callable[[int], None] | None = None,
     partitions: int = 4,
+    full_observations: bool = False,
 ) -> RunResult:
     run_id = run or new_run_id()
     began = time.perf_counter()
     bus = MemoryBus()
     await bus.create_topics(topic_specs(partitions))
     runners = [ServiceRunner(bus, Collector()), ServiceRunner(bus, EvictionManager())]
-    recorder = RecorderRunner(bus, store)
+    recorder = RecorderRunner(bus, store, full_observations=full_observations)
     groups = {r.group: list(r.service.topics) for r in runners}
     driver = Driver(
         bus, scenario_feed(scenario, run_id), run=run_id, duration=scenario.duration, groups=groups, progress=progress

@@ -10,8 +10,11 @@ from __future__ import annotations
 import asyncio
 import logging
 
+import msgspec
+
 from ledgerlet_bus.api import Bus
-from ledgerlet_core.contracts.envelope import decode_envelope
+from ledgerlet_core.contracts.envelope import Envelope, decode_envelope
+from ledgerlet_core.contracts.internal import compact_observation_json
 from ledgerlet_services.shell import next_offsets
 from ledgerlet_services.topics import ALL_TOPICS
 from ledgerlet_store.store import EventStore
@@ -24,7 +27,16 @@ NAME = "event-recorder"
 class RecorderRunner:
     name = NAME
 
-    def __init__(self, bus: Bus, store: EventStore, *, group: str = NAME, max_records: int = 5000) -> None:
+    def __init__(
+        self,
+        bus: Bus,
+        store: EventStore,
+        *,
+        group: str = NAME,
+        max_records: int = 5000,
+        full_observations: bool = False,
+    ) -> None:
+        self.full_observations = full_observations
         self.bus = bus
         self.store = store
         self.group = group
@@ -43,9 +55,18 @@ class RecorderRunner:
                 records = await consumer.getmany(timeout=0.2, max_records=self.max_records)
                 if not records:
                     continue
-                envelopes = [decode_envelope(r.value) for r in records]
+                envelopes = [self._stored_form(decode_envelope(r.value)) for r in records]
                 self.received += len(envelopes)
                 self.appended += await self.store.append_batch(envelopes)
                 await consumer.commit(next_offsets(records))
         finally:
             await consumer.close()
+
+    def _stored_form(self, env: Envelope) -> Envelope:
+        """Derived observations are stored without per-pod stats unless asked for in full."""
+        if self.full_observations or env.type != "NodeObserved":
+            return env
+        compact = compact_observation_json(env.data)
+        if compact is None:
+            return env
+        return msgspec.structs.replace(env, data=msgspec.Raw(compact))

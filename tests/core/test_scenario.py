@@ -164,3 +164,16 @@ def test_series_interpolation() -> None:
     step = parse_series([[0, 1], [60, 1], [60, 5]], "x")
     assert step.at(59 * 10**9) == 1 and step.at(60 * 10**9) == 5
     assert parse_series("1Gi", "x").at(123) == 1 << 30
+
+
+def test_json_scenarios_load_like_yaml() -> None:
+    import json
+
+    import yaml
+
+    text = (EXAMPLES / "memory-pressure.yaml").read_text()
+    as_json = json.dumps(yaml.safe_load(text))
+    a, b = load_scenario(text, "a.yaml"), load_scenario(as_json, "a.json")
+    assert a.objects == b.objects and a.events == b.events and a.duration == b.duration
+    err = refused("{not json")
+    assert err.obj == "JSON"

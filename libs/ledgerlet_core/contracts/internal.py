@@ -9,7 +9,7 @@ from __future__ import annotations
 import msgspec
 
 from ledgerlet_core.eviction.reclaim import RuntimeView
-from ledgerlet_core.summary import Summary
+from ledgerlet_core.summary import NodeStats, Summary
 
 
 class _Data(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
@@ -42,6 +42,8 @@ class NodeObserved(_Data, kw_only=True):
 
     ``source`` is ``usage`` (derived, closed loop) or ``stats`` (a recorded Summary);
     ``runtime`` is the container runtime's image list and dead containers (closed loop).
+    ``podsOmitted`` marks a stored copy whose per-pod stats were left out: a derived
+    observation is a pure function of the stored inputs and can be derived again.
     """
 
     node: str
@@ -49,6 +51,40 @@ class NodeObserved(_Data, kw_only=True):
     source: str
     after_reclaim: Summary | None = None
     runtime: RuntimeView | None = None
+    pods_omitted: bool = False
+
+
+class _NodeOnlySummary(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    node: NodeStats
+
+
+class _ObservationNodeView(_Data, kw_only=True):
+    """NodeObserved read without its pods (msgspec skips them without building them)."""
+
+    node: str
+    summary: _NodeOnlySummary
+    source: str
+    runtime: RuntimeView | None = None
+
+
+_NODE_VIEW = msgspec.json.Decoder(_ObservationNodeView)
+_ENCODER = msgspec.json.Encoder()
+
+
+def compact_observation_json(data: bytes) -> bytes | None:
+    """The stored form of a derived observation (node-level stats, ``podsOmitted``), or
+    ``None`` when it is stored as it is (a recorded ``stats`` observation)."""
+    view = _NODE_VIEW.decode(data)
+    if view.source != "usage":
+        return None
+    stored = NodeObserved(
+        node=view.node,
+        summary=Summary(node=view.summary.node),
+        source=view.source,
+        runtime=view.runtime,
+        pods_omitted=True,
+    )
+    return _ENCODER.encode(stored)
 
 
 class PodStarted(_Data, kw_only=True):

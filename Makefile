@@ -1,0 +1,50 @@
+# ledgerlet: `make run` runs an example on the embedded default; `make test` runs every check.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+OUT := out
+
+.PHONY: run test lint typecheck imports contracts bench up clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+## run: the fluentd DiskPressure post-mortem, then a memory-pressure scenario, on the embedded default
+run: $(STAMP)
+	mkdir -p $(OUT)
+	$(BIN)/ledgerlet run examples/disk-pressure-fluentd.yaml --decisions $(OUT)/disk-pressure-fluentd.jsonl --store sqlite:///$(OUT)/ledgerlet.db
+	$(BIN)/ledgerlet run examples/memory-pressure.yaml --decisions $(OUT)/memory-pressure.jsonl --store sqlite:///$(OUT)/ledgerlet.db
+
+## test: lint, format, types, import contracts, schema drift, then the test suite
+test: lint typecheck imports contracts
+	$(BIN)/pytest -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+imports: $(STAMP)
+	$(BIN)/lint-imports --no-cache
+
+contracts: $(STAMP)
+	$(BIN)/ledgerlet contracts --check
+
+## bench: store appends per second (SQLite, PostgreSQL) and the embedded run's virtual time rate
+bench: $(STAMP)
+	mkdir -p $(OUT)
+	$(BIN)/python bench/bench_store.py --out $(OUT)
+	$(BIN)/python bench/bench_run.py --out $(OUT)
+
+## up: the local stack (needs a Docker engine)
+up:
+	docker compose up --build
+
+clean:
+	rm -rf $(OUT) .pytest_cache .mypy_cache .ruff_cache
