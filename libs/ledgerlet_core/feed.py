@@ -7,6 +7,8 @@ the ``usage`` entries, then the ``events`` at that time. Their order key is
 
 from __future__ import annotations
 
+import msgspec
+
 from ledgerlet_core.codec import to_builtins
 from ledgerlet_core.contracts import inputs as ev
 from ledgerlet_core.contracts.envelope import Envelope
@@ -51,7 +53,7 @@ def _routing(data: object) -> tuple[str, str | None, str | None]:
 
 
 def scenario_feed(scenario: Scenario, run: str) -> list[Envelope]:
-    items: list[tuple[int, object]] = [(0, scenario.started_event())]
+    items: list[tuple[int, msgspec.Struct]] = [(0, scenario.started_event())]
     for obj in scenario.objects:
         items.append((0, ev.ObjectApplied(object=to_builtins(obj), initial=True)))
     for key, raw in scenario.usage.items():
@@ -67,7 +69,7 @@ def scenario_feed(scenario: Scenario, run: str) -> list[Envelope]:
                 run=run,
                 t=t,
                 order=[INPUT_ORDER, index],
-                stream=stream,  # type: ignore[arg-type]
+                stream=stream,
                 node=node,
                 pod=pod,
             )

@@ -123,6 +123,8 @@ def _contracts(args: argparse.Namespace, console: Console) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     console = Console(stderr=False)
+    if not console.is_terminal:
+        console.width = max(console.width, 120)  # logs and pipes: do not squeeze the tables
     if args.command == "run":
         return asyncio.run(_run(args, console))
     if args.command == "contracts":

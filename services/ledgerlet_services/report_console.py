@@ -47,8 +47,8 @@ def summary_tables(decisions: Sequence[StoredEvent]) -> list[Table]:
     for name, n in sorted(counts.items()):
         by_type.add_row(name, str(n))
     evicted = Table(title="Pods evicted, and why")
-    for col in ("t", "node", "pod", "signal", "threshold", "observed", "grace"):
-        evicted.add_column(col)
+    for col in ("t", "node", "pod", "threshold", "observed", "grace"):
+        evicted.add_column(col, overflow="fold")
     for d in decisions:
         env = d.envelope
         if env.type != "PodEvicted":
@@ -58,7 +58,6 @@ def summary_tables(decisions: Sequence[StoredEvent]) -> list[Table]:
             format_duration(env.t),
             env.node or "",
             env.pod or "",
-            data["signal"],
             data["threshold"],
             _amount(data["signal"], data["observed"]),
             f"{data['gracePeriodSeconds']}s",

@@ -109,3 +109,33 @@ async def test_run_on_postgresql_matches_sqlite(tmp_path: Path, pg_database: str
     a, _ = await run_file(EXAMPLES / "memory-pressure.yaml", f"sqlite:///{tmp_path / 'a.db'}", run="r")
     b, _ = await run_file(EXAMPLES / "memory-pressure.yaml", pg_database, run="r")
     assert a == b
+
+
+async def test_derived_observations_are_stored_compact_unless_asked(tmp_path: Path) -> None:
+    from ledgerlet_core.contracts.registry import decode_data
+    from ledgerlet_core.scenario import load_scenario
+    from ledgerlet_services.embedded import run_embedded
+    from ledgerlet_store.store import EventStore
+
+    scenario = load_scenario((EXAMPLES / "memory-pressure.yaml").read_text(), "m")
+    sizes = {}
+    for full in (False, True):
+        store = await EventStore.open(f"sqlite:///{tmp_path / f'{full}.db'}")
+        try:
+            result = await run_embedded(scenario, store, full_observations=full)
+            stored = await store.read_by_type(["NodeObserved"], run=result.run)
+        finally:
+            await store.close()
+        obs = [decode_data(s.envelope) for s in stored]
+        assert len(obs) == 73  # every 10 s from 0 to 12m
+        assert all(o.pods_omitted is not full for o in obs)
+        assert all(bool(o.summary.pods) is full for o in obs)
+        assert all(o.summary.node.memory.available_bytes is not None for o in obs)
+        sizes[full] = sum(len(bytes(s.envelope.data)) for s in stored)
+        # the decisions do not depend on how observations are stored
+        assert [d.envelope.type for d in result.decisions][:3] == [
+            "NodeConditionChanged",
+            "PodEvicted",
+            "PodTerminated",
+        ]
+    assert sizes[False] < sizes[True] / 2
