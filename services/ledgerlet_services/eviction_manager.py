@@ -19,7 +19,7 @@ from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import ClockTick, NodeObserved, PodStarted, TimerSet
 from ledgerlet_core.contracts.registry import decode_data
 from ledgerlet_core.duration import SECOND, seconds
-from ledgerlet_core.eviction.manager import EvictionState, PassResult, admit, node_thresholds, synchronize
+from ledgerlet_core.eviction.manager import EvictionState, PassResult, admit, synchronize
 from ledgerlet_core.eviction.observations import threshold_quantity
 from ledgerlet_core.eviction.signals import SIGNAL_TO_CONDITION
 from ledgerlet_core.k8s.objects import Node, Pod
@@ -264,4 +264,4 @@ class EvictionManager(Service):
             self.pod_node.pop(e.pod, None)
 
 
-__all__ = ["EvictionManager", "node_thresholds"]
+__all__ = ["EvictionManager"]
