@@ -19,7 +19,13 @@ from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import ClockTick, NodeObserved, PodStarted, TimerSet
 from ledgerlet_core.contracts.registry import decode_data
 from ledgerlet_core.duration import SECOND, seconds
-from ledgerlet_core.eviction.manager import EvictionState, PassResult, admit, synchronize
+from ledgerlet_core.eviction.manager import (
+    IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS,
+    EvictionState,
+    PassResult,
+    admit,
+    synchronize,
+)
 from ledgerlet_core.eviction.observations import threshold_quantity
 from ledgerlet_core.eviction.signals import SIGNAL_TO_CONDITION
 from ledgerlet_core.k8s.objects import Node, Pod
@@ -185,6 +191,26 @@ class EvictionManager(Service):
                 ),
                 node=name,
             )
+        for local in result.local_evictions:
+            key = local.pod.key
+            evicted_local = out.emit(
+                DECISIONS,
+                dec.PodEvicted(
+                    signal=local.signal,
+                    threshold=local.what,
+                    observed=local.observed,
+                    grace_period_seconds=IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS,
+                    message=local.message,
+                    ranking=[key],
+                    resource="ephemeral-storage",
+                    threshold_quantity=local.limit.value(),
+                    hard=True,
+                ),
+                node=name,
+                pod=key,
+            )
+            node.active.pop(key, None)
+            self._stop(env, name, local.pod, IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS, "Evicted", evicted_local.id, out)
         ev = result.eviction
         if ev is None:
             return

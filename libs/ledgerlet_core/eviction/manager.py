@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
+from ledgerlet_core.eviction.local_storage import LocalStorageEviction, local_storage_evictions
 from ledgerlet_core.eviction.observations import (
     Observation,
     make_signal_observations,
@@ -120,6 +121,7 @@ class PassResult:
     eviction: Eviction | None = None
     ranking: tuple[RankingEntry, ...] = ()
     note: str = ""
+    local_evictions: tuple[LocalStorageEviction, ...] = ()
 
 
 def node_thresholds(config: KubeletConfig, layout: str) -> list[Threshold]:
@@ -243,9 +245,15 @@ def synchronize(
         condition_changes=condition_changes(state.conditions, reported_ordered),
         runtime=runtime,
     )
-    if not thresholds:
+    if not thresholds and not config.spec.local_storage_capacity_isolation:
         return base
     actionable = thresholds_updated_stats(grace_met, observations, state.last_observations)
+    if config.spec.local_storage_capacity_isolation:
+        local = local_storage_evictions(
+            active_pods, stats_lookup(summary), dedicated_imagefs=layout == LAYOUT_DEDICATED_IMAGEFS
+        )
+        if local:  # pods over their own limits go first; thresholds wait for the next pass
+            return _replace(base, local_evictions=tuple(local))
     if not actionable:
         return base
     actionable = sorted(actionable, key=Threshold.sort_key)
