@@ -29,7 +29,7 @@ def test_run_writes_the_decision_log_and_a_summary(tmp_path: Path) -> None:
     )
     assert res.returncode == 0, res.stderr
     lines = out.read_text().splitlines()
-    assert len(lines) == 7 and json.loads(lines[1])["type"] == "PodEvicted"
+    assert len(lines) == 10 and json.loads(lines[1])["type"] == "PodEvicted"
     assert "Decisions by type" in res.stdout and "Pods evicted, and why" in res.stdout
     assert (tmp_path / "store.db").exists()
 

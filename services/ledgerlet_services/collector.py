@@ -20,11 +20,12 @@ from ledgerlet_core.codec import convert
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.envelope import Envelope
-from ledgerlet_core.contracts.internal import ClockTick, NodeObserved, PodStarted, TimerSet
+from ledgerlet_core.contracts.internal import PHASE_HOUSEKEEPING, ClockTick, NodeObserved, PodStarted
 from ledgerlet_core.contracts.registry import decode_data
 from ledgerlet_core.eviction.reclaim import ReclaimAction, RuntimeImage, RuntimeView
 from ledgerlet_core.k8s.objects import Node, Pod
 from ledgerlet_core.kubelet_config import KubeletConfig, config_for_node
+from ledgerlet_core.scenario import FILESYSTEMS_ANNOTATION
 from ledgerlet_core.stats import (
     NodeCapacity,
     PodPlan,
@@ -41,12 +42,8 @@ from ledgerlet_core.timefmt import EPOCH, format_rfc3339, parse_rfc3339
 from ledgerlet_core.usage import NodeUsage, PodUsage, parse_node_usage, parse_pod_usage
 from ledgerlet_services.base import Service
 from ledgerlet_services.emitter import Emitter
-from ledgerlet_services.topics import CLOCK, DECISIONS, INPUTS, OBSERVATIONS, TIMERS
-
-#: ClockTick phases: 0 fires ordinary timers, 1 is housekeeping (observations).
-PHASE_TIMERS = 0
-PHASE_HOUSEKEEPING = 1
-FILESYSTEMS_ANNOTATION = "ledgerlet/filesystems"
+from ledgerlet_services.timers import Timers, next_multiple
+from ledgerlet_services.topics import CLOCK, DECISIONS, INPUTS, OBSERVATIONS
 
 
 @dataclass(slots=True)
@@ -78,7 +75,7 @@ class Collector(Service):
         self.pod_node: dict[str, str] = {}
         self.known_pods: dict[str, Pod] = {}
         self.pod_usage: dict[str, PodUsage] = {}
-        self.timers: set[int] = set()
+        self.timers = Timers(self.name)
 
     # -- dispatch ----------------------------------------------------------------
     def handle(self, env: Envelope, out: Emitter) -> None:
@@ -140,9 +137,8 @@ class Collector(Service):
             node.dead_containers = node.usage.dead_containers_count
             node.dead_container_bytes = node.usage.dead_containers_bytes
             self._refresh_layout(node)
-            interval = node.config.housekeeping_interval
-            node.next_pass = -(-env.t // interval) * interval
-            self._want_tick(node.next_pass, out)
+            node.next_pass = next_multiple(env.t, node.config.housekeeping_interval)
+            self.timers.want(node.next_pass, PHASE_HOUSEKEEPING, out, "housekeeping")
         else:
             self.pod_usage[key] = parse_pod_usage(data.usage, f"usage.{key}")
             self._replan(key)
@@ -170,7 +166,7 @@ class Collector(Service):
         if node is None:
             return
         node.pending_stats.append((env, data))
-        self._want_tick(env.t, out)
+        self.timers.want(env.t, PHASE_HOUSEKEEPING, out, "housekeeping")
 
     # -- decisions ----------------------------------------------------------------
     def _on_PodTerminated(self, env: Envelope, data: dec.PodTerminated, out: Emitter) -> None:
@@ -204,6 +200,12 @@ class Collector(Service):
             gone = set(data.images)
             node.images = [i for i in node.images if i.name not in gone]
 
+    def _on_ImageGarbageCollected(self, env: Envelope, data: dec.ImageGarbageCollected, out: Emitter) -> None:
+        node = self.nodes.get(env.node or "")
+        if node is not None and data.images:
+            gone = set(data.images)
+            node.images = [i for i in node.images if i.name not in gone]
+
     def _stop(self, pod_key: str | None) -> None:
         if pod_key is None:
             return
@@ -222,7 +224,7 @@ class Collector(Service):
     def _on_ClockTick(self, env: Envelope, data: ClockTick, out: Emitter) -> None:
         if data.phase != PHASE_HOUSEKEEPING:
             return
-        self.timers.discard(env.t)
+        self.timers.fired(env.t, PHASE_HOUSEKEEPING)
         for name, node in self.nodes.items():
             stats = [s for s in node.pending_stats if s[0].t <= env.t]
             node.pending_stats = [s for s in node.pending_stats if s[0].t > env.t]
@@ -238,18 +240,7 @@ class Collector(Service):
 
     def _advance(self, node: _Node, now: int, out: Emitter) -> None:
         node.next_pass = now + node.config.housekeeping_interval
-        self._want_tick(node.next_pass, out)
-
-    def _want_tick(self, at: int, out: Emitter) -> None:
-        if at in self.timers:
-            return
-        self.timers.add(at)
-        out.emit(
-            TIMERS,
-            TimerSet(at=at, owner=self.name, purpose="housekeeping", phase=PHASE_HOUSEKEEPING),
-            stream="clock",
-            key="clock",
-        )
+        self.timers.want(node.next_pass, PHASE_HOUSEKEEPING, out, "housekeeping")
 
     def _observe_stats(self, name: str, node: _Node, env: Envelope, report: inp.StatsReported, out: Emitter) -> None:
         summary = convert(report.summary, Summary)

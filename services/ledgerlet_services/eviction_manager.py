@@ -16,12 +16,17 @@ from ledgerlet_core.codec import convert
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.envelope import Envelope
-from ledgerlet_core.contracts.internal import ClockTick, NodeObserved, PodStarted, TimerSet
+from ledgerlet_core.contracts.internal import (
+    PHASE_STATUS,
+    PHASE_TIMERS,
+    ClockTick,
+    NodeObserved,
+    PodStarted,
+)
 from ledgerlet_core.contracts.registry import decode_data
 from ledgerlet_core.duration import SECOND, seconds
 from ledgerlet_core.eviction.manager import (
     IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS,
-    EvictionState,
     PassResult,
     admit,
     synchronize,
@@ -29,23 +34,15 @@ from ledgerlet_core.eviction.manager import (
 from ledgerlet_core.eviction.observations import threshold_quantity
 from ledgerlet_core.eviction.signals import SIGNAL_TO_CONDITION
 from ledgerlet_core.k8s.objects import Node, Pod
-from ledgerlet_core.kubelet_config import KubeletConfig, config_for_node
-from ledgerlet_core.scenario import exit_after_seconds
+from ledgerlet_core.kubelet_config import config_for_node
+from ledgerlet_core.scenario import FILESYSTEMS_ANNOTATION, exit_after_seconds
 from ledgerlet_core.stats import effective_layout
+from ledgerlet_core.usage import parse_node_usage
 from ledgerlet_services.base import Service
-from ledgerlet_services.collector import FILESYSTEMS_ANNOTATION, PHASE_TIMERS
 from ledgerlet_services.emitter import Emitter
-from ledgerlet_services.topics import CLOCK, DECISIONS, INPUTS, OBSERVATIONS, TIMERS
-
-
-@dataclass(slots=True)
-class _Node:
-    node: Node
-    config: KubeletConfig
-    layout: str
-    state: EvictionState = field(default_factory=EvictionState)
-    #: pods that are active on the node (admitted, not told to stop), in admission order
-    active: dict[str, Pod] = field(default_factory=dict)
+from ledgerlet_services.kubelet_node import KubeletNode
+from ledgerlet_services.timers import Timers, next_multiple
+from ledgerlet_services.topics import CLOCK, DECISIONS, INPUTS, OBSERVATIONS
 
 
 @dataclass(order=True, slots=True)
@@ -65,11 +62,11 @@ class EvictionManager(Service):
 
     def __init__(self) -> None:
         self.base_config: dict[str, Any] = {}
-        self.nodes: dict[str, _Node] = {}
+        self.nodes: dict[str, KubeletNode] = {}
         self.pod_node: dict[str, str] = {}
         self.exits: list[_Exit] = []
         self._exit_seq = 0
-        self._timers: set[int] = set()
+        self.timers = Timers(self.name)
 
     def handle(self, env: Envelope, out: Emitter) -> None:
         handler = getattr(self, f"_on_{env.type}", None)
@@ -88,11 +85,24 @@ class EvictionManager(Service):
             layout = effective_layout(node.metadata.annotations.get(FILESYSTEMS_ANNOTATION), False)
             existing = self.nodes.get(node.metadata.name)
             if existing is None:
-                self.nodes[node.metadata.name] = _Node(node, config, layout)
+                self.nodes[node.metadata.name] = KubeletNode(node, config, layout)
+                # the kubelet publishes node status from the start, then every nodeStatusUpdateFrequency
+                self.timers.want(next_multiple(env.t, config.node_status_update_frequency), PHASE_STATUS, out, "status")
             else:
                 existing.node, existing.config, existing.layout = node, config, layout
         elif kind == "Pod":
             self._pod_applied(env, convert(data.object, Pod), data.initial, out)
+
+    def _on_UsageDeclared(self, env: Envelope, data: inp.UsageDeclared, out: Emitter) -> None:
+        if not data.key.startswith("node/"):
+            return
+        node = self.nodes.get(data.key[len("node/") :])
+        if node is None:
+            return
+        node.closed_loop = True
+        node.machine = dict(parse_node_usage(data.usage, data.key).capacity.items())
+        # the periodic image GC runs every imageGCPeriod from time 0 on closed-loop nodes
+        self.timers.want(next_multiple(env.t, node.config.image_gc_period), PHASE_STATUS, out, "image-gc")
 
     def _pod_applied(self, env: Envelope, pod: Pod, initial: bool, out: Emitter) -> None:
         node = self.nodes.get(pod.spec.node_name) if pod.spec.node_name else None
@@ -156,9 +166,12 @@ class EvictionManager(Service):
             after_reclaim=data.after_reclaim,
         )
         node.state = result.state
+        node.last_summary = result.post_reclaim_summary or data.summary
+        node.last_runtime = result.runtime
+        node.last_observation_id = env.id
         self._emit_pass(env, data.node, node, result, out)
 
-    def _emit_pass(self, env: Envelope, name: str, node: _Node, result: PassResult, out: Emitter) -> None:
+    def _emit_pass(self, env: Envelope, name: str, node: KubeletNode, result: PassResult, out: Emitter) -> None:
         met_written = [t.written for t in result.met]
         for change in result.condition_changes:
             out.emit(
@@ -271,23 +284,36 @@ class EvictionManager(Service):
         self._exit_seq += 1
         at = env.t + exit_in
         heapq.heappush(self.exits, _Exit(at, self._exit_seq, pod.key, node, data, cause))
-        if at not in self._timers:
-            self._timers.add(at)
-            out.emit(
-                TIMERS,
-                TimerSet(at=at, owner=self.name, purpose="pod-exit", phase=PHASE_TIMERS),
-                stream="clock",
-                key="clock",
-            )
+        self.timers.want(at, PHASE_TIMERS, out, "pod-exit")
 
     def _on_ClockTick(self, env: Envelope, data: ClockTick, out: Emitter) -> None:
+        self.timers.fired(env.t, data.phase)
+        if data.phase == PHASE_STATUS:
+            self._periodic(env, out)
+            return
         if data.phase != PHASE_TIMERS:
             return
-        self._timers.discard(env.t)
         while self.exits and self.exits[0].at <= env.t:
             e = heapq.heappop(self.exits)
             out.emit(DECISIONS, e.data, node=e.node, pod=e.pod, causes=[e.cause])
             self.pod_node.pop(e.pod, None)
+
+    # -- periodic: node status, image GC ---------------------------------------------
+    def _periodic(self, env: Envelope, out: Emitter) -> None:
+        for name, node in self.nodes.items():
+            seen = [env.id, node.last_observation_id] if node.last_observation_id else [env.id]
+            if env.t % node.config.node_status_update_frequency == 0:
+                status, added, removed = node.status_update()
+                if status is not None:
+                    published = out.emit(DECISIONS, status, node=name, causes=seen)
+                    for taint in (*removed, *added):  # the control plane's taints follow the status
+                        out.emit(DECISIONS, taint, node=name, causes=[published.id])
+                self.timers.want(env.t + node.config.node_status_update_frequency, PHASE_STATUS, out, "status")
+            if node.closed_loop and env.t % node.config.image_gc_period == 0:
+                gc = node.image_gc(env.t)
+                if gc is not None:
+                    out.emit(DECISIONS, gc, node=name, causes=seen)
+                self.timers.want(env.t + node.config.image_gc_period, PHASE_STATUS, out, "image-gc")
 
 
 __all__ = ["EvictionManager"]

@@ -46,12 +46,15 @@ async def test_memory_pressure_example(tmp_path: Path) -> None:
         (240.0, "NodeConditionChanged", "worker-1"),
         (240.0, "PodEvicted", "default/cache"),
         (240.0, "PodTerminated", "default/cache"),
+        (240.0, "NodeTaintAdded", "worker-1"),  # at the kubelet's next node status update
         (540.0, "NodeConditionChanged", "worker-1"),
+        (540.0, "NodeTaintRemoved", "worker-1"),
         (580.0, "NodeConditionChanged", "worker-1"),
         (580.0, "PodEvicted", "default/api"),
         (580.0, "PodTerminated", "default/api"),
+        (580.0, "NodeTaintAdded", "worker-1"),
     ]
-    first, second = records[1]["data"], records[5]["data"]
+    first, second = records[1]["data"], records[7]["data"]
     # the cache exceeds its request (0) and has the lowest priority; the static kube-proxy is critical
     assert first["signal"] == "memory.available" and first["threshold"] == "memory.available<500Mi"
     assert first["ranking"] == ["default/cache", "kube-system/kube-proxy-worker-1", "default/api", "default/db"]
@@ -66,13 +69,19 @@ async def test_memory_pressure_example(tmp_path: Path) -> None:
     terminated = records[2]["data"]
     assert terminated == {"reason": "Evicted", "gracePeriodSeconds": 1, "killedAt": 240.0}
     assert records[2]["causes"] == [records[1]["id"]]
+    assert records[3]["data"] == {"key": "node.kubernetes.io/memory-pressure", "effect": "NoSchedule"}
     assert result.events_stored > 100  # inputs, ticks, observations and decisions are all in the store
 
 
 async def test_disk_pressure_fluentd_example_reproduces_the_post_mortem(tmp_path: Path) -> None:
     records, _ = await run_file(EXAMPLES / "disk-pressure-fluentd.yaml", f"sqlite:///{tmp_path / 'd.db'}")
     kinds = [(r["type"], r.get("pod", "")) for r in records]
-    assert kinds[:3] == [("NodeConditionChanged", ""), ("NodeReclaimed", ""), ("NodeReclaimed", "")]
+    assert kinds[:4] == [
+        ("NodeConditionChanged", ""),
+        ("NodeReclaimed", ""),
+        ("NodeReclaimed", ""),
+        ("NodeTaintAdded", ""),
+    ]
     evicted = [r for r in records if r["type"] == "PodEvicted"]
     assert [r["pod"] for r in evicted] == ["kube-system/fluentd-elasticsearch-wk8xc"]
     ev = evicted[0]["data"]
@@ -92,6 +101,14 @@ async def test_disk_pressure_fluentd_example_reproduces_the_post_mortem(tmp_path
     assert after[1]["data"]["images"] == ["quay.io/fluentd_elasticsearch/fluentd:v2.5.2"]
     conditions = [(r["t"], r["data"]["status"]) for r in records if r["type"] == "NodeConditionChanged"]
     assert conditions[0][1] == "True" and conditions[-1][1] == "True" and len(conditions) == 3
+    # the periodic image GC, every 5m: at 25m the disk is at 97%, as the seed's kubelet log says
+    gc = [r for r in records if r["type"] == "ImageGarbageCollected"]
+    assert [r["t"] for r in gc] == [300.0, 900.0, 1200.0, 1500.0]
+    assert gc[-1]["data"]["message"] == (
+        "Disk usage on image filesystem is at 97% which is over the high threshold (85%). "
+        "Trying to free 6582996172 bytes down to the low threshold (80%)."
+    )
+    assert gc[-1]["data"]["bytesFreed"] == 0 and "only found 0 bytes eligible" in gc[-1]["data"]["error"]
 
 
 @pytest.mark.parametrize("name", ["memory-pressure.yaml", "disk-pressure-fluentd.yaml"])

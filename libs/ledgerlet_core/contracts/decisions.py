@@ -83,6 +83,9 @@ class ImageGarbageCollected(_Data, kw_only=True):
     bytes_to_free: int
     bytes_freed: int
     images: list[str] = []
+    #: the kubelet's log line, and its error when too little was eligible
+    message: str = ""
+    error: str = ""
 
 
 class ThresholdSeen(_Data, kw_only=True):

@@ -16,6 +16,14 @@ class _Data(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     pass
 
 
+#: Clock phases at one instant, in the order they tick: timers (pods exiting), then
+#: housekeeping (observations and eviction passes), then status (node status updates,
+#: periodic image GC: work that reads what the housekeeping pass just saw).
+PHASE_TIMERS = 0
+PHASE_HOUSEKEEPING = 1
+PHASE_STATUS = 2
+
+
 class ClockTick(_Data, kw_only=True):
     """Virtual time has reached the envelope's ``t``.
 
@@ -35,6 +43,15 @@ class TimerSet(_Data, kw_only=True):
     owner: str
     purpose: str = ""
     phase: int = 0
+
+
+class NodeStatusUpdated(_Data, kw_only=True):
+    """The kubelet published node status: capacity, allocatable and pressure conditions."""
+
+    node: str
+    capacity: dict[str, str]
+    allocatable: dict[str, str]
+    conditions: list[str] = []
 
 
 class NodeObserved(_Data, kw_only=True):
@@ -103,4 +120,5 @@ INTERNAL_TYPES: dict[str, type[_Data]] = {
     "TimerSet": TimerSet,
     "NodeObserved": NodeObserved,
     "PodStarted": PodStarted,
+    "NodeStatusUpdated": NodeStatusUpdated,
 }

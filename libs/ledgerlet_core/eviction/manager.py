@@ -122,6 +122,8 @@ class PassResult:
     ranking: tuple[RankingEntry, ...] = ()
     note: str = ""
     local_evictions: tuple[LocalStorageEviction, ...] = ()
+    #: what the kubelet saw after node-level reclaim in this pass (when reclaim ran)
+    post_reclaim_summary: Summary | None = None
 
 
 def node_thresholds(config: KubeletConfig, layout: str) -> list[Threshold]:
@@ -285,6 +287,7 @@ def synchronize(
             freed = _freed_between(summary, post, chosen.signal)
             reclaims = [ReclaimResult(r.action, freed if i == len(reclaims) - 1 else 0) for i, r in enumerate(reclaims)]
         post_observations = make_signal_observations(post)
+        base = _replace(base, post_reclaim_summary=post)
         if not thresholds_met(thresholds, post_observations, with_min_reclaim=True):
             return _replace(
                 base, chosen=chosen, reclaims=tuple(reclaims), reclaim_resolved=True, runtime=current_runtime

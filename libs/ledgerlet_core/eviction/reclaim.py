@@ -160,14 +160,76 @@ def image_gc_plan(capacity: int, available: int, high: int, low: int) -> ImageGC
     return ImageGCPlan(usage, high, low, 0, False)
 
 
+@dataclass(frozen=True, slots=True)
+class ImageGCResult:
+    """One periodic image GC run that had something to do."""
+
+    plan: ImageGCPlan
+    bytes_freed: int
+    images: tuple[str, ...]
+    message: str
+    error: str = ""
+
+
+def periodic_image_gc(
+    view: RuntimeView,
+    capacity: int,
+    available: int,
+    *,
+    high: int,
+    low: int,
+    now: int,
+    min_age: int,
+    max_age: int = 0,
+) -> tuple[ImageGCResult | None, RuntimeView]:
+    """``GarbageCollect``: old images past ``imageMaximumGCAge`` first, then, when usage is at
+    or over the high threshold, unused images oldest-used first until the low mark.
+
+    The message is the kubelet's log line (the text form seed 003 quotes).
+    """
+    candidates = images_in_eviction_order(view.images, now, min_age)
+    aged: list[RuntimeImage] = []
+    if max_age > 0:
+        aged = [i for i in candidates if now - (i.last_used if i.last_used is not None else i.first_detected) > max_age]
+        candidates = [i for i in candidates if i not in aged]
+    plan = image_gc_plan(capacity, available, high, low)
+    deleted = list(aged)
+    freed = 0
+    if plan.triggered:
+        for img in candidates:
+            if freed >= plan.bytes_to_free:
+                break
+            deleted.append(img)
+            freed += img.size
+    if not deleted and not plan.triggered:
+        return None, view
+    names = {i.name for i in deleted}
+    message = ""
+    error = ""
+    if plan.triggered:
+        message = (
+            f"Disk usage on image filesystem is at {plan.usage_percent}% which is over the high threshold "
+            f"({high}%). Trying to free {plan.bytes_to_free} bytes down to the low threshold ({low}%)."
+        )
+        if freed < plan.bytes_to_free:
+            error = (
+                f"Failed to garbage collect required amount of images. Attempted to free {plan.bytes_to_free} "
+                f"bytes, but only found {freed} bytes eligible to free."
+            )
+    result = ImageGCResult(plan, sum(i.size for i in deleted), tuple(i.name for i in deleted), message, error)
+    return result, msgspec.structs.replace(view, images=[i for i in view.images if i.name not in names])
+
+
 __all__ = [
     "ImageGCPlan",
+    "ImageGCResult",
     "ReclaimAction",
     "ReclaimResult",
     "RuntimeImage",
     "RuntimeView",
     "image_gc_plan",
     "images_in_eviction_order",
+    "periodic_image_gc",
     "reclaim_funcs",
     "run_reclaim",
     "summary_after_reclaim",
