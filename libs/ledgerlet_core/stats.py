@@ -14,7 +14,7 @@ a real single-disk node, where ``imagefs.available<15%`` fires before
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Final, Protocol
 
@@ -121,6 +121,8 @@ class PodPlan:
     ref: PodReference
     #: (container name, memory, rootfs, logs); ``None`` where the container uses nothing
     containers: tuple[tuple[str, Series | None, Series | None, Series | None], ...]
+    #: container name -> memory limit in bytes (containers that have one)
+    memory_limits: Mapping[str, int]
     #: (volume name, usage, counts as local ephemeral storage)
     volumes: tuple[tuple[str, Series, bool], ...]
     inodes: Series
@@ -146,9 +148,15 @@ def plan_pod(pod: Pod, usage: PodUsage | None) -> PodPlan:
         volumes = [(name, series, name in local or not local) for name, series in u.volumes_by_name.items()]
     elif u.volumes is not ZERO or local:
         volumes = [(local[0] if local else "ephemeral", u.volumes, True)]
+    limits = {
+        c.name: c.resources.limits["memory"].value()
+        for c in pod.spec.containers
+        if "memory" in c.resources.limits and c.resources.limits["memory"].value() > 0
+    }
     return PodPlan(
         ref=PodReference(name=pod.metadata.name, namespace=pod.metadata.namespace, uid=pod.metadata.uid),
         containers=tuple((n, v[0], v[1], v[2]) for n, v in per.items()),
+        memory_limits=limits,
         volumes=tuple(volumes),
         inodes=u.inodes,
         pids=u.pids,
@@ -162,14 +170,17 @@ def pod_writable_bytes(plan: PodPlan, t: int) -> tuple[int, int]:
     return rootfs, logs
 
 
-def _pod_stats(plan: PodPlan, t: int) -> tuple[PodStats, int, int, int, int, int, int]:
-    """The pod's stats, and its memory, rootfs, logs, local volume bytes, inodes, pids."""
+def _pod_stats(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> tuple[PodStats, int, int, int, int, int, int]:
+    """The pod's stats, and its memory, rootfs, logs, local volume bytes, inodes, pids.
+
+    A container in ``stopped`` (OOM-killed, waiting to restart) holds no memory; its
+    writable layer and logs stay on disk."""
     containers: list[ContainerStats] = []
     mem = rootfs = logs = 0
     inodes = plan.inodes.at(t)
     first = True
     for name, ms, rs, ls in plan.containers:
-        m = ms.at(t) if ms is not None else 0
+        m = ms.at(t) if ms is not None and name not in stopped else 0
         r = rs.at(t) if rs is not None else 0
         lg = ls.at(t) if ls is not None else 0
         mem += m
@@ -223,12 +234,14 @@ def derive_summary(
     dead_containers_bytes: int,
     pods: Sequence[PodPlan],
     pods_memory_limit: int | None,
+    stopped: Mapping[str, Set[str]] | None = None,
 ) -> Summary:
     """The Summary the kubelet would read at virtual time ``t`` (ns)."""
     pod_stats: list[PodStats] = []
     pods_ws = rootfs = logs_volumes = pod_inodes = pod_pids = 0
     for plan in pods:
-        ps, m, r, lg, v, ino, pid = _pod_stats(plan, t)
+        down = stopped.get(plan.ref.namespace + "/" + plan.ref.name, frozenset()) if stopped else frozenset()
+        ps, m, r, lg, v, ino, pid = _pod_stats(plan, t, down)
         pod_stats.append(ps)
         pods_ws += m
         rootfs += r

@@ -20,11 +20,16 @@ from ledgerlet_core.codec import convert
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.envelope import Envelope
-from ledgerlet_core.contracts.internal import PHASE_HOUSEKEEPING, ClockTick, NodeObserved, PodStarted
+from ledgerlet_core.contracts.internal import PHASE_HOUSEKEEPING, PHASE_TIMERS, ClockTick, NodeObserved, PodStarted
 from ledgerlet_core.contracts.registry import decode_data
+from ledgerlet_core.duration import SECOND
 from ledgerlet_core.eviction.reclaim import ReclaimAction, RuntimeImage, RuntimeView
+from ledgerlet_core.eviction.signals import Signal
 from ledgerlet_core.k8s.objects import Node, Pod
+from ledgerlet_core.k8s.qos import container_oom_score_adj
 from ledgerlet_core.kubelet_config import KubeletConfig, config_for_node
+from ledgerlet_core.oom import ContainerRun, NodeMemory
+from ledgerlet_core.quantity import Quantity
 from ledgerlet_core.scenario import FILESYSTEMS_ANNOTATION
 from ledgerlet_core.stats import (
     NodeCapacity,
@@ -39,7 +44,7 @@ from ledgerlet_core.stats import (
 )
 from ledgerlet_core.summary import Summary
 from ledgerlet_core.timefmt import EPOCH, format_rfc3339, parse_rfc3339
-from ledgerlet_core.usage import NodeUsage, PodUsage, parse_node_usage, parse_pod_usage
+from ledgerlet_core.usage import ZERO, NodeUsage, PodUsage, parse_node_usage, parse_pod_usage
 from ledgerlet_services.base import Service
 from ledgerlet_services.emitter import Emitter
 from ledgerlet_services.timers import Timers, next_multiple
@@ -58,6 +63,9 @@ class _Node:
     dead_container_bytes: int = 0
     next_pass: int | None = None
     pending_stats: list[tuple[Envelope, inp.StatsReported]] = field(default_factory=list)
+    memory: NodeMemory | None = None  # the kernel's view (closed loop)
+    oom_checks: set[int] = field(default_factory=set)
+    memcg_passes: set[int] = field(default_factory=set)
     pods: dict[str, Pod] = field(default_factory=dict)  # running, in admission order
     plans: dict[str, PodPlan] = field(default_factory=dict)  # what feeds each running pod's stats
     images_running: dict[str, int] = field(default_factory=dict)  # image -> running containers using it
@@ -111,6 +119,9 @@ class Collector(Service):
         pod = self.known_pods.get(data.pod)
         if pod is not None and pod.metadata.uid == data.uid:
             self._place(pod)
+            node = self.nodes.get(data.node)
+            if node is not None:
+                self._schedule_kernel(node, env.t, out)
 
     def _place(self, pod: Pod) -> None:
         node = self.nodes.get(pod.spec.node_name) if pod.spec.node_name else None
@@ -118,6 +129,7 @@ class Collector(Service):
             return
         node.pods[pod.key] = pod
         node.plans[pod.key] = plan_pod(pod, self._usage_for(pod))
+        self._track(node, pod.key)
         for image in pod_images(pod):
             node.images_running[image] = node.images_running.get(image, 0) + 1
         self.pod_node[pod.key] = node.node.metadata.name
@@ -136,6 +148,11 @@ class Collector(Service):
             ]
             node.dead_containers = node.usage.dead_containers_count
             node.dead_container_bytes = node.usage.dead_containers_bytes
+            node.memory = NodeMemory(
+                node.capacity.memory, node.usage.system.get("memory", ZERO), self._pods_memory_limit(node)
+            )
+            for pod_key in node.pods:
+                self._track(node, pod_key)
             self._refresh_layout(node)
             node.next_pass = next_multiple(env.t, node.config.housekeeping_interval)
             self.timers.want(node.next_pass, PHASE_HOUSEKEEPING, out, "housekeeping")
@@ -160,6 +177,7 @@ class Collector(Service):
         for node_name, pod_key in targets:
             node = self.nodes[node_name]
             node.plans[pod_key] = plan_pod(node.pods[pod_key], self._usage_for(node.pods[pod_key]))
+            self._track(node, pod_key)
 
     def _on_StatsReported(self, env: Envelope, data: inp.StatsReported, out: Emitter) -> None:
         node = self.nodes.get(data.node)
@@ -215,6 +233,8 @@ class Collector(Service):
             return
         pod = node.pods.pop(pod_key, None)
         node.plans.pop(pod_key, None)
+        if node.memory is not None:
+            node.memory.remove_pod(pod_key)
         for image in pod_images(pod) if pod is not None else ():
             node.images_running[image] -= 1
             if not node.images_running[image]:
@@ -222,12 +242,20 @@ class Collector(Service):
 
     # -- the clock ----------------------------------------------------------------
     def _on_ClockTick(self, env: Envelope, data: ClockTick, out: Emitter) -> None:
+        self.timers.fired(env.t, data.phase)
+        if data.phase == PHASE_TIMERS:
+            for name, node in self.nodes.items():
+                if env.t in node.oom_checks:
+                    node.oom_checks.discard(env.t)
+                    self._kernel(name, node, env, out)
+            return
         if data.phase != PHASE_HOUSEKEEPING:
             return
-        self.timers.fired(env.t, PHASE_HOUSEKEEPING)
         for name, node in self.nodes.items():
             stats = [s for s in node.pending_stats if s[0].t <= env.t]
             node.pending_stats = [s for s in node.pending_stats if s[0].t > env.t]
+            memcg = env.t in node.memcg_passes
+            node.memcg_passes.discard(env.t)
             if stats:
                 # A recorded Summary replaces the derived observation at its instant.
                 for stats_env, report in stats:
@@ -237,10 +265,86 @@ class Collector(Service):
             elif node.next_pass is not None and node.next_pass <= env.t:
                 self._observe_usage(name, node, env, out)
                 self._advance(node, env.t, out)
+            elif memcg and node.usage is not None:
+                # kernelMemcgNotification: the kubelet hears of the crossing when it happens
+                self._observe_usage(name, node, env, out)
+            else:
+                continue
+            self._schedule_kernel(node, env.t, out)
 
     def _advance(self, node: _Node, now: int, out: Emitter) -> None:
         node.next_pass = now + node.config.housekeeping_interval
         self.timers.want(node.next_pass, PHASE_HOUSEKEEPING, out, "housekeeping")
+
+    # -- the kernel: OOM kills, restarts, memcg notifications ----------------------------
+    def _track(self, node: _Node, pod_key: str) -> None:
+        """(Re)build the kernel's view of a running pod's containers, keeping restart state."""
+        if node.memory is None or node.capacity is None:
+            return
+        pod, plan = node.pods[pod_key], node.plans[pod_key]
+        by_name = {c.name: c for c in pod.spec.containers}
+        for name, memory, _, _ in plan.containers:
+            old = node.memory.runs.get((pod_key, name))
+            run = ContainerRun(
+                pod=pod_key,
+                container=name,
+                memory=memory,
+                limit=plan.memory_limits.get(name),
+                oom_score_adj=container_oom_score_adj(pod, by_name[name], node.capacity.memory)
+                if name in by_name
+                else 1000,
+                restart_policy=pod.spec.restart_policy,
+            )
+            if old is not None:
+                run.restarts, run.down_until, run.dead = old.restarts, old.down_until, old.dead
+            node.memory.add(run)
+
+    def _schedule_kernel(self, node: _Node, now: int, out: Emitter, *, acted: bool = False) -> None:
+        """Find, until the next pass, the first OOM (or restart) and the first memcg crossing."""
+        if node.memory is None or node.next_pass is None or node.capacity is None:
+            return
+        until = node.next_pass
+        at = node.memory.next_oom(now, until, inclusive=not acted)
+        if at is not None and at not in node.oom_checks:
+            node.oom_checks.add(at)
+            self.timers.want(at, PHASE_TIMERS, out, "oom")
+        if not node.config.spec.kernel_memcg_notification:
+            return
+        capacity = Quantity.bytes(node.capacity.memory)
+        pods_limit = self._pods_memory_limit(node)
+        for t in node.config.thresholds:
+            if t.signal == Signal.MEMORY_AVAILABLE:
+                level = node.capacity.memory - t.value.resolve(capacity).value()
+                hit = node.memory.next_crossing(level, now, until)
+            elif t.signal == Signal.ALLOCATABLE_MEMORY_AVAILABLE and pods_limit is not None:
+                level = pods_limit - t.value.resolve(Quantity.bytes(pods_limit)).value()
+                hit = node.memory.next_crossing(level, now, until, pods_only=True)
+            else:
+                continue
+            if hit is not None and hit < until and hit not in node.memcg_passes:
+                node.memcg_passes.add(hit)
+                self.timers.want(hit, PHASE_HOUSEKEEPING, out, "memcg")
+
+    def _kernel(self, name: str, node: _Node, env: Envelope, out: Emitter) -> None:
+        assert node.memory is not None
+        for kill in node.memory.act(env.t):
+            out.emit(
+                DECISIONS,
+                dec.OOMKilled(
+                    container=kill.container,
+                    oom_score_adj=kill.oom_score_adj,
+                    scope=kill.scope,
+                    usage=kill.usage,
+                    limit=kill.limit,
+                    oom_score=kill.oom_score,
+                    restart_count=kill.restarts,
+                    restart_at=kill.restart_at / SECOND if kill.restart_at is not None else None,
+                    pod_failed=kill.pod_failed,
+                ),
+                node=name,
+                pod=kill.pod,
+            )
+        self._schedule_kernel(node, env.t, out, acted=True)
 
     def _observe_stats(self, name: str, node: _Node, env: Envelope, report: inp.StatsReported, out: Emitter) -> None:
         summary = convert(report.summary, Summary)
@@ -266,6 +370,7 @@ class Collector(Service):
             node.dead_container_bytes,
             list(node.plans.values()),
             self._pods_memory_limit(node),
+            node.memory.stopped(tick.t) if node.memory is not None else None,
         )
         out.emit(
             OBSERVATIONS,

@@ -58,7 +58,7 @@ class _Exit:
 class EvictionManager(Service):
     name = "eviction-manager"
     rank = 20
-    topics = (INPUTS, CLOCK, OBSERVATIONS)
+    topics = (INPUTS, CLOCK, OBSERVATIONS, DECISIONS)
 
     def __init__(self) -> None:
         self.base_config: dict[str, Any] = {}
@@ -148,6 +148,14 @@ class EvictionManager(Service):
         grace = data.grace_period_seconds if data.grace_period_seconds is not None else own
         reason = "ForceDeleted" if data.force else "Deleted"
         self._stop(env, node.node.metadata.name, pod, grace, reason, env.id, out)
+
+    def _on_OOMKilled(self, env: Envelope, data: dec.OOMKilled, out: Emitter) -> None:
+        """A pod whose containers were OOM-killed for good has failed: no longer active."""
+        if not data.pod_failed or env.pod is None:
+            return
+        node = self.nodes.get(self.pod_node.pop(env.pod, "") or "")
+        if node is not None:
+            node.active.pop(env.pod, None)
 
     # -- passes ------------------------------------------------------------------
     def _on_NodeObserved(self, env: Envelope, data: NodeObserved, out: Emitter) -> None:

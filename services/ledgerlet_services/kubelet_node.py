@@ -74,8 +74,8 @@ class KubeletNode:
         summary, view = self.last_summary, self.last_runtime
         runtime = summary.node.runtime if summary is not None else None
         fs = runtime.image_fs if runtime is not None else None
-        if view is None or fs is None or fs.capacity_bytes is None or fs.available_bytes is None:
-            return None
+        if view is None or fs is None or not fs.capacity_bytes or fs.available_bytes is None:
+            return None  # upstream logs "invalid capacity 0 on image filesystem" and carries on
         spec = self.config.spec
         result, self.last_runtime = periodic_image_gc(
             view,

@@ -130,6 +130,15 @@ class PodEvicted(_Data, kw_only=True):
 class OOMKilled(_Data, kw_only=True):
     container: str
     oom_score_adj: int
+    #: which limit was hit: ``limit`` (the container's), ``pods`` (kubepods cgroup), ``node``
+    scope: str = ""
+    usage: int = 0
+    limit: int = 0
+    oom_score: int = 0
+    restart_count: int = 0
+    #: when the container comes back (virtual seconds); absent when it does not restart
+    restart_at: float | None = None
+    pod_failed: bool = False
 
 
 class ShutdownGroup(_Data, kw_only=True):
