@@ -235,6 +235,7 @@ def derive_summary(
     pods: Sequence[PodPlan],
     pods_memory_limit: int | None,
     stopped: Mapping[str, Set[str]] | None = None,
+    dead_container_log_bytes: int = 0,
 ) -> Summary:
     """The Summary the kubelet would read at virtual time ``t`` (ns)."""
     pod_stats: list[PodStats] = []
@@ -264,7 +265,7 @@ def derive_summary(
         working_set_bytes=pods_ws,
     )
     image_bytes = sum(i.size for i in images)
-    sys_fs = system.get("nodefs", ZERO).at(t)
+    sys_fs = system.get("nodefs", ZERO).at(t) + dead_container_log_bytes  # exited containers' logs
     sys_inodes = system.get("nodefsInodes", ZERO).at(t)
 
     if layout == LAYOUT_DEDICATED_IMAGEFS and capacity.imagefs is not None:

@@ -20,7 +20,13 @@ from ledgerlet_core.codec import convert
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.envelope import Envelope
-from ledgerlet_core.contracts.internal import PHASE_HOUSEKEEPING, PHASE_TIMERS, ClockTick, NodeObserved, PodStarted
+from ledgerlet_core.contracts.internal import (
+    PHASE_HOUSEKEEPING,
+    PHASE_TIMERS,
+    ClockTick,
+    NodeObserved,
+    PodStarted,
+)
 from ledgerlet_core.contracts.registry import decode_data
 from ledgerlet_core.duration import SECOND
 from ledgerlet_core.eviction.reclaim import ReclaimAction, RuntimeImage, RuntimeView
@@ -60,7 +66,8 @@ class _Node:
     layout: str = "single"
     images: list[RuntimeImage] = field(default_factory=list)
     dead_containers: int = 0
-    dead_container_bytes: int = 0
+    dead_container_bytes: int = 0  # writable layers of exited containers
+    dead_container_log_bytes: int = 0  # their logs (on nodefs)
     next_pass: int | None = None
     pending_stats: list[tuple[Envelope, inp.StatsReported]] = field(default_factory=list)
     memory: NodeMemory | None = None  # the kernel's view (closed loop)
@@ -69,6 +76,10 @@ class _Node:
     pods: dict[str, Pod] = field(default_factory=dict)  # running, in admission order
     plans: dict[str, PodPlan] = field(default_factory=dict)  # what feeds each running pod's stats
     images_running: dict[str, int] = field(default_factory=dict)  # image -> running containers using it
+
+
+#: PodTerminated reasons after which the kubelet deletes the pod's containers at once
+REMOVED_ON_EXIT = frozenset({"Evicted", "Deleted", "ForceDeleted", "Preempted", "TaintEviction"})
 
 
 class Collector(Service):
@@ -196,11 +207,14 @@ class Collector(Service):
         if node is None or pod is None:
             return
         plan = node.plans.get(env.pod)
-        if plan is not None and node.usage is not None:
-            # The exited containers stay on disk (writable layer and logs) until container GC.
+        if plan is not None and node.usage is not None and data.reason not in REMOVED_ON_EXIT:
+            # Exited containers stay on disk (writable layer, logs) until container GC...
             rootfs, logs = pod_writable_bytes(plan, env.t)
-            node.dead_container_bytes += rootfs + logs
-        node.dead_containers += len(pod.spec.containers)
+            node.dead_container_bytes += rootfs
+            node.dead_container_log_bytes += logs
+            node.dead_containers += len(pod.spec.containers)
+        # ... except those of evicted and deleted pods, which the kubelet removes as soon as
+        # they exit (pod_container_deletor: cleanUpContainersInPod, ShouldPodContentBeRemoved).
         self._stop(env.pod)
         released = pod_images(pod)
         for i, img in enumerate(node.images):
@@ -214,6 +228,7 @@ class Collector(Service):
         if data.action == ReclaimAction.GARBAGE_COLLECT_CONTAINERS:
             node.dead_containers = 0
             node.dead_container_bytes = 0
+            node.dead_container_log_bytes = 0
         elif data.images:
             gone = set(data.images)
             node.images = [i for i in node.images if i.name not in gone]
@@ -371,6 +386,7 @@ class Collector(Service):
             list(node.plans.values()),
             self._pods_memory_limit(node),
             node.memory.stopped(tick.t) if node.memory is not None else None,
+            node.dead_container_log_bytes,
         )
         out.emit(
             OBSERVATIONS,
@@ -387,6 +403,7 @@ class Collector(Service):
             images=images,
             dead_containers=node.dead_containers,
             dead_container_bytes=node.dead_container_bytes,
+            dead_container_log_bytes=node.dead_container_log_bytes,
         )
 
     def _pods_memory_limit(self, node: _Node) -> int | None:

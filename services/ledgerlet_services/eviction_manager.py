@@ -172,6 +172,7 @@ class EvictionManager(Service):
             active_pods=list(node.active.values()),
             runtime=data.runtime,
             after_reclaim=data.after_reclaim,
+            cleanup_pending=node.cleanup_pending(env.t),
         )
         node.state = result.state
         node.last_summary = result.post_reclaim_summary or data.summary
@@ -248,6 +249,9 @@ class EvictionManager(Service):
                 first_observed_at=first[t.written + str(t.grace_period)] / SECOND
                 if t.written + str(t.grace_period) in first
                 else None,
+                min_reclaim=t.min_reclaim.resolve(result.observations[t.signal].capacity).value()
+                if t.min_reclaim is not None
+                else 0,
             )
             for t in result.met
             if t.signal in result.observations
@@ -289,6 +293,8 @@ class EvictionManager(Service):
             out.emit(DECISIONS, data, node=node, pod=pod.key, causes=[cause])
             self.pod_node.pop(pod.key, None)
             return
+        if reason == "Evicted":
+            self.nodes[node].evicted[pod.key] = env.t  # the next passes wait for it to go
         self._exit_seq += 1
         at = env.t + exit_in
         heapq.heappush(self.exits, _Exit(at, self._exit_seq, pod.key, node, data, cause))
@@ -305,6 +311,7 @@ class EvictionManager(Service):
             e = heapq.heappop(self.exits)
             out.emit(DECISIONS, e.data, node=e.node, pod=e.pod, causes=[e.cause])
             self.pod_node.pop(e.pod, None)
+            self.nodes[e.node].evicted.pop(e.pod, None)
 
     # -- periodic: node status, image GC ---------------------------------------------
     def _periodic(self, env: Envelope, out: Emitter) -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts.internal import NodeStatusUpdated
-from ledgerlet_core.eviction.manager import EvictionState
+from ledgerlet_core.eviction.manager import POD_CLEANUP_TIMEOUT, EvictionState
 from ledgerlet_core.eviction.reclaim import RuntimeView, periodic_image_gc
 from ledgerlet_core.k8s.objects import Node, Pod, ResourceList, Taint
 from ledgerlet_core.kubelet_config import KubeletConfig
@@ -35,6 +35,12 @@ class KubeletNode:
     published_conditions: tuple[str, ...] = ()
     published_allocatable: dict[str, str] | None = None
     taints: list[Taint] = field(default_factory=list)
+    #: pods the eviction manager killed that have not exited yet -> when it killed them
+    evicted: dict[str, int] = field(default_factory=dict)
+
+    def cleanup_pending(self, now: int) -> list[str]:
+        """Evicted pods still exiting, for at most ``podCleanupTimeout`` after the kill."""
+        return [p for p, at in self.evicted.items() if now - at < POD_CLEANUP_TIMEOUT]
 
     @property
     def name(self) -> str:

@@ -98,6 +98,9 @@ class ThresholdSeen(_Data, kw_only=True):
     hard: bool
     grace_period_seconds: float = 0.0
     first_observed_at: float | None = None
+    #: the minimum reclaim on top of ``quantity``: a threshold met last pass stays met until
+    #: ``available`` reaches quantity + minReclaim
+    min_reclaim: int = 0
 
 
 class ReclaimAttempt(_Data, kw_only=True):

@@ -57,6 +57,8 @@ from ledgerlet_core.usage import LAYOUT_DEDICATED_IMAGEFS, LAYOUT_SPLIT_IMAGEFS
 
 #: ``immediateEvictionGracePeriodSeconds``: what a hard threshold gives a pod.
 IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS: Final = 1
+#: ``podCleanupTimeout``: how long the kubelet waits for evicted pods before acting again
+POD_CLEANUP_TIMEOUT: Final = 30 * 10**9
 EVICTED_REASON: Final = "Evicted"
 
 #: ``pkg/kubelet/nodestatus/setters.go``: reason and message per condition and status.
@@ -217,10 +219,26 @@ def synchronize(
     active_pods: Sequence[Pod],
     runtime: RuntimeView | None = None,
     after_reclaim: Summary | None = None,
+    cleanup_pending: Sequence[str] = (),
 ) -> PassResult:
-    """One pass: observe, update conditions, reclaim at node level, evict at most one pod."""
+    """One pass: observe, update conditions, reclaim at node level, evict at most one pod.
+
+    ``cleanup_pending`` are pods the last eviction killed that have not exited yet (for at
+    most ``podCleanupTimeout``): upstream's loop waits for them (``waitForPodsCleanup``)
+    before synchronizing again, so such a pass changes nothing and evicts nobody.
+    """
     thresholds = node_thresholds(config, layout)
     observations = make_signal_observations(summary)
+    if cleanup_pending:
+        return PassResult(
+            state=state,
+            observations=observations,
+            met=(),
+            grace_met=(),
+            condition_changes=(),
+            runtime=runtime,
+            note=f"waiting for evicted pods to be cleaned up: {', '.join(cleanup_pending)}",
+        )
     met = thresholds_met(thresholds, observations, with_min_reclaim=False)
     if state.thresholds_met:
         # Thresholds met last time stay met until min reclaim is satisfied too.
@@ -266,7 +284,7 @@ def synchronize(
     actions = reclaim_funcs(chosen.signal, layout)
     current_runtime = runtime
     if actions:
-        image_bytes = container_bytes = 0
+        image_bytes = layer_bytes = log_bytes = 0
         for action in actions:
             if current_runtime is not None:
                 result, current_runtime = run_reclaim(action, current_runtime, now, config.image_minimum_gc_age)
@@ -276,11 +294,12 @@ def synchronize(
             if result.images:
                 image_bytes += result.bytes_freed
             else:
-                container_bytes += result.bytes_freed
+                layer_bytes += result.bytes_freed - result.log_bytes
+                log_bytes += result.log_bytes
         if after_reclaim is not None:
             post = after_reclaim
         elif runtime is not None:
-            post = summary_after_reclaim(summary, layout, image_bytes, container_bytes)
+            post = summary_after_reclaim(summary, layout, image_bytes, layer_bytes, log_bytes)
         else:
             post = summary
         if after_reclaim is not None and runtime is None:

@@ -41,7 +41,9 @@ class RuntimeView(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=Tr
     layout: str
     images: list[RuntimeImage] = []
     dead_containers: int = 0
+    #: dead containers' writable layers (where layers live) and logs (always on nodefs)
     dead_container_bytes: int = 0
+    dead_container_log_bytes: int = 0
 
 
 def reclaim_funcs(signal: Signal, layout: str) -> tuple[ReclaimAction, ...]:
@@ -88,13 +90,21 @@ class ReclaimResult:
     bytes_freed: int
     images: tuple[str, ...] = ()
     containers: int = 0
+    #: of ``bytes_freed``, the dead containers' logs (freed on nodefs)
+    log_bytes: int = 0
 
 
 def run_reclaim(action: ReclaimAction, view: RuntimeView, now: int, min_age: int) -> tuple[ReclaimResult, RuntimeView]:
     """One reclaim function on the runtime's state: what it frees and what is left."""
     if action == ReclaimAction.GARBAGE_COLLECT_CONTAINERS:
-        result = ReclaimResult(action, view.dead_container_bytes, containers=view.dead_containers)
-        return result, msgspec.structs.replace(view, dead_containers=0, dead_container_bytes=0)
+        freed = view.dead_container_bytes + view.dead_container_log_bytes
+        result = ReclaimResult(action, freed, containers=view.dead_containers, log_bytes=view.dead_container_log_bytes)
+        return result, msgspec.structs.replace(
+            view,
+            dead_containers=0,
+            dead_container_bytes=0,
+            dead_container_log_bytes=0,
+        )
     doomed = images_in_eviction_order(view.images, now, min_age)
     names = {i.name for i in doomed}
     result = ReclaimResult(action, sum(i.size for i in doomed), images=tuple(i.name for i in doomed))
@@ -111,19 +121,23 @@ def _free(fs: FsStats | None, freed: int) -> FsStats | None:
     return msgspec.structs.replace(fs, used_bytes=max(used, 0) if used is not None else None, available_bytes=avail)
 
 
-def summary_after_reclaim(summary: Summary, layout: str, image_bytes: int, container_bytes: int) -> Summary:
-    """The next Summary once images and dead containers are gone (closed loop)."""
+def summary_after_reclaim(summary: Summary, layout: str, image_bytes: int, layer_bytes: int, log_bytes: int) -> Summary:
+    """The next Summary once images and dead containers are gone (closed loop).
+
+    Images and writable layers come off the filesystem they live on per the layout;
+    logs always come off nodefs."""
     node = summary.node
     runtime = node.runtime or RuntimeStats()
     if layout == LAYOUT_DEDICATED_IMAGEFS:
-        imagefs = _free(runtime.image_fs, image_bytes + container_bytes)
-        new_node = replace_node(node, fs=node.fs, image_fs=imagefs, container_fs=imagefs)
+        nodefs = _free(node.fs, log_bytes)
+        imagefs = _free(runtime.image_fs, image_bytes + layer_bytes)
+        new_node = replace_node(node, fs=nodefs, image_fs=imagefs, container_fs=imagefs)
     elif layout == LAYOUT_SPLIT_IMAGEFS:
-        nodefs = _free(node.fs, container_bytes)
+        nodefs = _free(node.fs, layer_bytes + log_bytes)
         imagefs = _free(runtime.image_fs, image_bytes)
         new_node = replace_node(node, fs=nodefs, image_fs=imagefs, container_fs=nodefs)
     else:
-        nodefs = _free(node.fs, image_bytes + container_bytes)
+        nodefs = _free(node.fs, image_bytes + layer_bytes + log_bytes)
         new_node = replace_node(node, fs=nodefs, image_fs=nodefs, container_fs=nodefs)
     return msgspec.structs.replace(summary, node=new_node)
 
