@@ -235,3 +235,36 @@ def test_rank_functions_by_filesystem_layout() -> None:
     assert split[Signal.NODEFS_AVAILABLE].measure == ALL_FS
     assert split[Signal.IMAGEFS_AVAILABLE].measure == ()
     assert single[Signal.PID_AVAILABLE] == PID_RANK and single[Signal.MEMORY_AVAILABLE] == MEMORY_RANK
+
+
+def test_the_fast_sort_key_orders_exactly_like_the_comparator_chain() -> None:
+    """Property check: random pods, every chain upstream composes, both orderings agree."""
+    import random
+    from functools import cmp_to_key
+
+    from ledgerlet_core.eviction.ranking import _exceeds, _ordered, _priority, _sort_key, _usage, _usage_above_request
+
+    rng = random.Random(7)
+    chains = [["exceeds"], ["priority"], ["usage"], ["exceeds", "priority", "usage"], ["priority", "usage"]]
+    table = {"exceeds": _exceeds, "priority": _priority}
+    for rank in (MEMORY_RANK, PID_RANK, DISK):
+        for _ in range(40):
+            pods = [
+                pod(f"p{i}", rng.choice([-5, 0, 0, 7]), requests=resources(memory=f"{rng.randint(0, 4)}Mi"))
+                for i in range(25)
+            ]
+            stats = {
+                p.metadata.name: (
+                    process_stats(p, rng.randint(0, 9)) if rank is PID_RANK else memory_stats(p, rng.randint(0, 6) * Mi)
+                )
+                for p in pods
+                if rng.random() < 0.8
+            }
+            if rank is DISK:
+                stats = {k: disk_stats(pods[int(k[1:])], rng.randint(0, 3) * Mi, 0, 0) for k in stats}
+            facts = [rank.facts(p, stats.get(p.metadata.name), True) for p in pods]
+            for chain in chains:
+                comps = [table.get(c, _usage if rank.kind == "pid" else _usage_above_request) for c in chain]
+                slow = [f.pod.metadata.name for f in sorted(facts, key=cmp_to_key(_ordered(comps)))]
+                fast = [f.pod.metadata.name for f in sorted(facts, key=_sort_key(chain, rank.kind))]
+                assert slow == fast, (rank.kind, chain)

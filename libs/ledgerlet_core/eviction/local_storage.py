@@ -97,12 +97,21 @@ def _container_limit(pod: Pod, stats: PodStats, dedicated_imagefs: bool) -> Loca
     return None
 
 
+def has_local_storage_limits(pod: Pod) -> bool:
+    """Whether any of the three checks can apply (most pods set no such limit)."""
+    if any(v.empty_dir is not None and v.empty_dir.size_limit is not None for v in pod.spec.volumes):
+        return True
+    return any("ephemeral-storage" in c.resources.limits for c in (*pod.spec.containers, *pod.spec.init_containers))
+
+
 def local_storage_evictions(
     pods: Sequence[Pod], lookup: Callable[[Pod], PodStats | None], *, dedicated_imagefs: bool
 ) -> list[LocalStorageEviction]:
     """Every pod over one of its local-storage limits (critical pods are refused)."""
     out: list[LocalStorageEviction] = []
     for pod in pods:
+        if not has_local_storage_limits(pod):
+            continue
         stats = lookup(pod)
         if stats is None or is_critical_pod(pod):
             continue

@@ -14,7 +14,6 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cmp_to_key
 from typing import Final
 
 import msgspec
@@ -168,6 +167,28 @@ def _ordered(comparators: Sequence[Comparator]) -> Callable[[_Facts, _Facts], in
     return compare
 
 
+def _sort_key(chain: Sequence[str], kind: str) -> Callable[[_Facts], tuple[int, ...]]:
+    """A sort key equal to the comparator chain (``_ordered``), for a fast stable sort.
+
+    Every stats-based comparator puts pods without stats first and ties them with each
+    other, hence the (found, value-if-found) pairs."""
+
+    def key(f: _Facts) -> tuple[int, ...]:
+        out: list[int] = []
+        for name in chain:
+            if name == "priority":
+                out.append(f.priority)
+            elif name == "exceeds":
+                out += (1, 0 if f.exceeds else 1) if f.found else (0, 0)
+            elif kind == "pid":
+                out += (1, -f.usage) if f.found else (0, 0)
+            else:
+                out += (1, f.request - f.usage) if f.found else (0, 0)
+        return tuple(out)
+
+    return key
+
+
 @dataclass(frozen=True, slots=True)
 class RankFunc:
     """How one signal ranks pods: which usage, against which request, in what order."""
@@ -248,10 +269,9 @@ def rank_pods(
     ``exceed*Requests``, ``priority``, ``memory``/``disk``/``process``), as upstream's own
     tests compose them; by default the signal's full rank function.
     """
-    table: dict[str, Comparator] = {"exceeds": _exceeds, "priority": _priority, "usage": _usage_cmp(rank.kind)}
-    chain = [table[name] for name in (comparators or rank.comparators())]
+    chain = comparators or rank.comparators()
     facts = [rank.facts(p, lookup(p), pod_level_resources) for p in pods]
-    ordered = sorted(facts, key=cmp_to_key(_ordered(chain)))
+    ordered = sorted(facts, key=_sort_key(chain, rank.kind))
     return [
         RankingEntry(
             pod=f.pod.key,
