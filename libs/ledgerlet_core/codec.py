@@ -123,5 +123,13 @@ def to_builtins(value: Any) -> Any:
     return msgspec.to_builtins(value, enc_hook=enc_hook, order="deterministic")
 
 
+def object_builtins(obj: Any) -> dict[str, Any]:
+    """A Kubernetes object as plain data, always with ``apiVersion`` and ``kind``.
+
+    (``omit_defaults`` would otherwise drop them whenever they equal the model's default.)"""
+    out: dict[str, Any] = to_builtins(obj)
+    return {"apiVersion": obj.api_version, "kind": obj.kind, **out}
+
+
 def json_bytes(value: Any) -> bytes:
     return _ENCODER.encode(value)

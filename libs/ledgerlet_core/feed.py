@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import msgspec
 
-from ledgerlet_core.codec import to_builtins
+from ledgerlet_core.codec import object_builtins
 from ledgerlet_core.contracts import inputs as ev
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.registry import make_envelope, node_stream, pod_stream
@@ -55,7 +55,7 @@ def _routing(data: object) -> tuple[str, str | None, str | None]:
 def scenario_feed(scenario: Scenario, run: str) -> list[Envelope]:
     items: list[tuple[int, msgspec.Struct]] = [(0, scenario.started_event())]
     for obj in scenario.objects:
-        items.append((0, ev.ObjectApplied(object=to_builtins(obj), initial=True)))
+        items.append((0, ev.ObjectApplied(object=object_builtins(obj), initial=True)))
     for key, raw in scenario.usage.items():
         items.append((0, ev.UsageDeclared(key=key, usage=raw)))
     for e in scenario.events:

@@ -18,14 +18,13 @@ from typing import Any, Final
 import msgspec
 import yaml
 
-from ledgerlet_core.codec import convert, to_builtins
+from ledgerlet_core.codec import convert, object_builtins, to_builtins
 from ledgerlet_core.contracts import inputs as ev
 from ledgerlet_core.duration import DurationError, parse_duration, seconds
 from ledgerlet_core.errors import InputError
+from ledgerlet_core.k8s.admission import AdmissionError, admit_priority, known_classes, with_status
 from ledgerlet_core.k8s.decode import UnsupportedKind, decode_object, object_label
 from ledgerlet_core.k8s.objects import AnyObject, Node, Pod, PriorityClass, Workload
-from ledgerlet_core.k8s.priority import system_priority_classes
-from ledgerlet_core.k8s.qos import compute_pod_qos
 from ledgerlet_core.kubelet_config import (
     KUBELET_CONFIG_ANNOTATION,
     KubeletConfig,
@@ -335,7 +334,7 @@ def _event(index: int, raw: Any) -> ScenarioEvent:
     if action == "apply":
         obj_label = f"{label}.apply {object_label(body)}"
         obj = decode_object(body, label=obj_label)
-        data = ev.ObjectApplied(object=to_builtins(obj))
+        data = ev.ObjectApplied(object=object_builtins(obj))
     elif action == "delete":
         if not isinstance(body, dict):
             raise InputError("expected a mapping", obj=label, field="delete")
@@ -408,61 +407,17 @@ def _check_references(objects: list[AnyObject], events: list[ScenarioEvent], nod
 
 
 def _resolve_initial_pods(objects: list[AnyObject]) -> list[AnyObject]:
-    """Pods in ``objects`` were admitted long ago: resolve priority and QoS as admission did.
-
-    Upstream: ``plugin/pkg/admission/priority/admission.go: admitPod``.
-    """
-    classes: dict[str, PriorityClass] = {pc.metadata.name: pc for pc in system_priority_classes()}
-    for obj in objects:
-        if isinstance(obj, PriorityClass):
-            classes[obj.metadata.name] = obj
-    defaults = sorted((pc for pc in classes.values() if pc.global_default), key=lambda pc: pc.value)
+    """Pods in ``objects`` were admitted long ago: resolve priority and QoS as admission did."""
+    classes = known_classes({o.metadata.name: o for o in objects if isinstance(o, PriorityClass)})
     out: list[AnyObject] = []
     for i, obj in enumerate(objects):
         if isinstance(obj, Pod):
-            obj = _admit_initial_pod(obj, classes, defaults[0] if defaults else None, f"objects[{i}] Pod {obj.key}")
+            try:
+                obj = with_status(admit_priority(obj, classes))
+            except AdmissionError as exc:
+                raise InputError(exc.message, obj=f"objects[{i}] Pod {obj.key}", field=exc.field) from None
         out.append(obj)
     return out
-
-
-def _admit_initial_pod(
-    pod: Pod, classes: Mapping[str, PriorityClass], default: PriorityClass | None, label: str
-) -> Pod:
-    spec = pod.spec
-    name = spec.priority_class_name
-    if name:
-        pc = classes.get(name)
-        if pc is None:
-            raise InputError(
-                f'pods "{pod.metadata.name}" is forbidden: no PriorityClass with name {name} was found',
-                obj=label,
-                field="spec.priorityClassName",
-            )
-        value, policy = pc.value, pc.preemption_policy
-    elif default is not None:
-        name, value, policy = default.metadata.name, default.value, default.preemption_policy
-    else:
-        value, policy = 0, "PreemptLowerPriority"
-    if spec.priority is not None and spec.priority != value:
-        raise InputError(
-            f'pods "{pod.metadata.name}" is forbidden: the integer value of priority ({spec.priority}) must not be '
-            f"provided in pod spec; priority admission controller computed {value} from the given PriorityClass name",
-            obj=label,
-            field="spec.priority",
-        )
-    spec = msgspec.structs.replace(
-        spec, priority_class_name=name, priority=value, preemption_policy=spec.preemption_policy or policy
-    )
-    pod = msgspec.structs.replace(pod, spec=spec)
-    status = pod.status
-    changes: dict[str, Any] = {}
-    if not status.qos_class:
-        changes["qos_class"] = compute_pod_qos(pod)
-    if not status.phase:
-        changes["phase"] = "Running" if spec.node_name else "Pending"
-    if changes:
-        pod = msgspec.structs.replace(pod, status=msgspec.structs.replace(status, **changes))
-    return pod
 
 
 def exit_after_seconds(pod: Pod) -> float:

@@ -25,6 +25,7 @@ from ledgerlet_core.contracts.internal import (
     PHASE_TIMERS,
     ClockTick,
     NodeObserved,
+    ObjectCreated,
     PodStarted,
 )
 from ledgerlet_core.contracts.registry import decode_data
@@ -78,6 +79,8 @@ class _Node:
     images_running: dict[str, int] = field(default_factory=dict)  # image -> running containers using it
 
 
+WORKLOAD_ANNOTATION = "ledgerlet/workload"
+
 #: PodTerminated reasons after which the kubelet deletes the pod's containers at once
 REMOVED_ON_EXIT = frozenset({"Evicted", "Deleted", "ForceDeleted", "Preempted", "TaintEviction"})
 
@@ -124,6 +127,11 @@ class Collector(Service):
             self.known_pods[pod.key] = pod
             if data.initial and pod.status.phase not in ("Succeeded", "Failed"):
                 self._place(pod)
+
+    def _on_ObjectCreated(self, env: Envelope, data: ObjectCreated, out: Emitter) -> None:
+        if data.object.get("kind") == "Pod":
+            pod = convert(data.object, Pod)
+            self.known_pods[pod.key] = pod
 
     def _on_PodStarted(self, env: Envelope, data: PodStarted, out: Emitter) -> None:
         # Only the kubelet knows whether a pod that arrived later runs: wait for it to say so.
@@ -423,7 +431,8 @@ class Collector(Service):
             found = self.pod_usage.get(f"{pod.metadata.namespace}/{ref.kind}/{ref.name}")
             if found is not None:
                 return found
-        return None
+        workload = pod.metadata.annotations.get(WORKLOAD_ANNOTATION)  # a Deployment, for its ReplicaSet's pods
+        return self.pod_usage.get(f"{pod.metadata.namespace}/{workload}") if workload else None
 
     def _refresh_layout(self, node: _Node) -> None:
         node.layout = effective_layout(

@@ -18,6 +18,7 @@ from ledgerlet_core.contracts.registry import DECISION
 from ledgerlet_core.feed import scenario_feed
 from ledgerlet_core.scenario import Scenario
 from ledgerlet_services.collector import Collector
+from ledgerlet_services.controller_manager import ControllerManager
 from ledgerlet_services.driver import Driver, DriverStats
 from ledgerlet_services.eviction_manager import EvictionManager
 from ledgerlet_services.recorder import RecorderRunner
@@ -57,7 +58,11 @@ async def run_embedded(
     began = time.perf_counter()
     bus = MemoryBus()
     await bus.create_topics(topic_specs(partitions))
-    runners = [ServiceRunner(bus, Collector()), ServiceRunner(bus, EvictionManager())]
+    runners = [
+        ServiceRunner(bus, Collector()),
+        ServiceRunner(bus, EvictionManager()),
+        ServiceRunner(bus, ControllerManager()),
+    ]
     recorder = RecorderRunner(bus, store, full_observations=full_observations)
     groups = {r.group: list(r.service.topics) for r in runners}
     driver = Driver(

@@ -21,6 +21,7 @@ from ledgerlet_core.contracts.internal import (
     PHASE_TIMERS,
     ClockTick,
     NodeObserved,
+    ObjectCreated,
     PodStarted,
 )
 from ledgerlet_core.contracts.registry import decode_data
@@ -48,7 +49,9 @@ from ledgerlet_services.topics import CLOCK, DECISIONS, INPUTS, OBSERVATIONS
 @dataclass(order=True, slots=True)
 class _Exit:
     at: int
-    seq: int
+    #: the (time, order) of the decision that stopped the pod: ties broken the same way
+    #: whatever order the services' events were consumed in
+    source: tuple[int, tuple[int, ...]]
     pod: str = field(compare=False)
     node: str = field(compare=False)
     data: dec.PodTerminated = field(compare=False)
@@ -65,7 +68,8 @@ class EvictionManager(Service):
         self.nodes: dict[str, KubeletNode] = {}
         self.pod_node: dict[str, str] = {}
         self.exits: list[_Exit] = []
-        self._exit_seq = 0
+        #: pods that arrived or were deleted, handled at the next tick in event order
+        self.arrivals: list[tuple[tuple[int, tuple[int, ...]], str, tuple[str, Any]]] = []
         self.timers = Timers(self.name)
 
     def handle(self, env: Envelope, out: Emitter) -> None:
@@ -93,6 +97,10 @@ class EvictionManager(Service):
         elif kind == "Pod":
             self._pod_applied(env, convert(data.object, Pod), data.initial, out)
 
+    def _on_ObjectCreated(self, env: Envelope, data: ObjectCreated, out: Emitter) -> None:
+        if data.object.get("kind") == "Pod":
+            self._pod_applied(env, convert(data.object, Pod), False, out)
+
     def _on_UsageDeclared(self, env: Envelope, data: inp.UsageDeclared, out: Emitter) -> None:
         if not data.key.startswith("node/"):
             return
@@ -117,27 +125,37 @@ class EvictionManager(Service):
                 node.active[key] = pod
                 self.pod_node[key] = node.node.metadata.name
             return
+        # Admission is a decision: taken at the next tick, once every service has this pod.
+        self._later(env, ("admit", pod), out)
+
+    def _on_ObjectDeleted(self, env: Envelope, data: inp.ObjectDeleted, out: Emitter) -> None:
+        if data.kind == "Pod":
+            self._later(env, ("delete", data), out)
+
+    def _later(self, env: Envelope, work: tuple[str, Any], out: Emitter) -> None:
+        self.arrivals.append((env.sort_key(), env.id, work))
+        self.timers.want(env.t, PHASE_TIMERS, out, "arrivals")
+
+    def _admit(self, pod: Pod, cause: str, out: Emitter) -> None:
+        node = self.nodes.get(pod.spec.node_name)
+        if node is None or pod.key in node.active:
+            return
+        key, name = pod.key, node.name
         ok, reason, message = admit(pod, node.state.conditions)
         if not ok:
             out.emit(
                 DECISIONS,
                 dec.PodRejected(reason=reason, message=message, admitter="kubelet"),
-                node=node.node.metadata.name,
+                node=name,
                 pod=key,
+                causes=[cause],
             )
             return
         node.active[key] = pod
-        self.pod_node[key] = node.node.metadata.name
-        out.emit(
-            DECISIONS,
-            PodStarted(node=node.node.metadata.name, pod=key, uid=pod.metadata.uid),
-            node=node.node.metadata.name,
-            pod=key,
-        )
+        self.pod_node[key] = name
+        out.emit(DECISIONS, PodStarted(node=name, pod=key, uid=pod.metadata.uid), node=name, pod=key, causes=[cause])
 
-    def _on_ObjectDeleted(self, env: Envelope, data: inp.ObjectDeleted, out: Emitter) -> None:
-        if data.kind != "Pod":
-            return
+    def _delete(self, env: Envelope, data: inp.ObjectDeleted, cause: str, out: Emitter) -> None:
         key = f"{data.namespace or 'default'}/{data.name}"
         node_name = self.pod_node.get(key)
         node = self.nodes.get(node_name) if node_name else None
@@ -147,7 +165,7 @@ class EvictionManager(Service):
         own = pod.spec.termination_grace_period_seconds or 0
         grace = data.grace_period_seconds if data.grace_period_seconds is not None else own
         reason = "ForceDeleted" if data.force else "Deleted"
-        self._stop(env, node.node.metadata.name, pod, grace, reason, env.id, out)
+        self._stop(env, node.name, pod, grace, reason, cause, out)
 
     def _on_OOMKilled(self, env: Envelope, data: dec.OOMKilled, out: Emitter) -> None:
         """A pod whose containers were OOM-killed for good has failed: no longer active."""
@@ -295,9 +313,8 @@ class EvictionManager(Service):
             return
         if reason == "Evicted":
             self.nodes[node].evicted[pod.key] = env.t  # the next passes wait for it to go
-        self._exit_seq += 1
         at = env.t + exit_in
-        heapq.heappush(self.exits, _Exit(at, self._exit_seq, pod.key, node, data, cause))
+        heapq.heappush(self.exits, _Exit(at, (env.t, (*env.order, len(self.exits))), pod.key, node, data, cause))
         self.timers.want(at, PHASE_TIMERS, out, "pod-exit")
 
     def _on_ClockTick(self, env: Envelope, data: ClockTick, out: Emitter) -> None:
@@ -312,6 +329,12 @@ class EvictionManager(Service):
             out.emit(DECISIONS, e.data, node=e.node, pod=e.pod, causes=[e.cause])
             self.pod_node.pop(e.pod, None)
             self.nodes[e.node].evicted.pop(e.pod, None)
+        arrivals, self.arrivals = sorted(self.arrivals, key=lambda a: a[0]), []
+        for _, cause, (what, payload) in arrivals:
+            if what == "admit":
+                self._admit(payload, cause, out)
+            else:
+                self._delete(env, payload, cause, out)
 
     # -- periodic: node status, image GC ---------------------------------------------
     def _periodic(self, env: Envelope, out: Emitter) -> None:

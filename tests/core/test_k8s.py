@@ -210,3 +210,12 @@ def test_decode_errors_name_the_field(raw: dict[str, Any], field: str, message: 
     assert err.value.field == field
     assert message.lower() in err.value.message.lower()
     assert err.value.obj == "objects[0]"
+
+
+def test_objects_always_serialise_with_kind_and_api_version() -> None:
+    from ledgerlet_core.codec import object_builtins
+    from ledgerlet_core.k8s.objects import ObjectMeta
+
+    built = Pod(metadata=ObjectMeta(name="x"))  # kind and apiVersion are the model's defaults
+    out = object_builtins(built)
+    assert out["kind"] == "Pod" and out["apiVersion"] == "v1" and out["metadata"] == {"name": "x"}

@@ -91,10 +91,17 @@ async def test_disk_pressure_fluentd_example_reproduces_the_post_mortem(tmp_path
     assert ev["thresholdQuantity"] == 6120328640  # float32 15% of 40802189312
     assert ev["ranking"][0] == "kube-system/fluentd-elasticsearch-wk8xc"
     assert [a["action"] for a in ev["nodeReclaim"]] == ["GarbageCollectContainers", "DeleteUnusedImages"]
+    # the DaemonSet replaces its pod; the kubelet, under DiskPressure, refuses every replacement,
+    # and the controller backs off 1s, 2s, 4s, ... (failedPodsBackoff)
+    replaced = [r for r in records if r["type"] == "PodReplaced"]
+    assert replaced[0]["pod"] == "kube-system/fluentd-elasticsearch-wk8xc" and replaced[0]["t"] == 301.0
+    assert replaced[0]["data"]["owner"] == "DaemonSet/fluentd-elasticsearch"
     rejected = [r for r in records if r["type"] == "PodRejected"]
-    assert [(r["pod"], r["data"]["reason"], r["data"]["message"]) for r in rejected] == [
-        ("kube-system/fluentd-elasticsearch-l2f4s", "Evicted", "The node had condition: [DiskPressure]. ")
-    ]
+    assert [r["pod"] for r in rejected] == [r["data"]["replacement"] for r in replaced]
+    assert {(r["data"]["reason"], r["data"]["message"]) for r in rejected} == {
+        ("Evicted", "The node had condition: [DiskPressure]. ")
+    }
+    assert [r["t"] for r in rejected][:8] == [301.0, 303.0, 307.0, 315.0, 331.0, 363.0, 427.0, 555.0]
     # the evicted pod's containers (and their logs) are removed as soon as it exits; its image,
     # no longer in use, goes at the next node-level reclaim
     after = [r for r in records if r["type"] == "NodeReclaimed" and r["t"] > evicted[0]["t"]]

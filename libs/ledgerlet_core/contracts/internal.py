@@ -6,6 +6,8 @@ observation an eviction was decided on is the ``NodeObserved`` it cites as a cau
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from ledgerlet_core.eviction.reclaim import RuntimeView
@@ -43,6 +45,13 @@ class TimerSet(_Data, kw_only=True):
     owner: str
     purpose: str = ""
     phase: int = 0
+
+
+class ObjectCreated(_Data, kw_only=True):
+    """A controller created an object (a workload controller's pod), as the API stores it."""
+
+    object: dict[str, Any]
+    owner: str = ""
 
 
 class NodeStatusUpdated(_Data, kw_only=True):
@@ -121,4 +130,5 @@ INTERNAL_TYPES: dict[str, type[_Data]] = {
     "NodeObserved": NodeObserved,
     "PodStarted": PodStarted,
     "NodeStatusUpdated": NodeStatusUpdated,
+    "ObjectCreated": ObjectCreated,
 }

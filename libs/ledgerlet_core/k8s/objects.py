@@ -295,6 +295,8 @@ class WorkloadSpec(_K8s, kw_only=True):
     selector: LabelSelector | None = None
     template: PodTemplateSpec = msgspec.field(default_factory=PodTemplateSpec)
     service_name: str = ""
+    pod_management_policy: str = "OrderedReady"
+    backoff_limit: int | None = None
     volume_claim_templates: list[PersistentVolumeClaim] = []
 
 
