@@ -13,7 +13,7 @@ from ledgerlet_store.store import EventStore
 
 
 async def run_file(path: Path, store_dsn: str, *, run: str | None = None) -> tuple[list[dict[str, Any]], RunResult]:
-    scenario = load_scenario(path.read_text(), str(path))  # noqa: ASYNC240 (a small file, in a test)
+    scenario = load_scenario(path.read_text(), str(path))
     store = await EventStore.open(store_dsn)
     try:
         result = await run_embedded(scenario, store, run=run)
