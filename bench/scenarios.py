@@ -74,3 +74,67 @@ def write(path: Path, nodes: int, pods_per_node: int, **kw: Any) -> Path:
         )
     )
     return path
+
+
+def daemonset_cluster(nodes: int, pods_per_node: int, *, duration: str = "2m") -> dict[str, Any]:
+    """``nodes`` nodes running ``pods_per_node`` DaemonSets each (one pod per node per
+    DaemonSet): large clusters written compactly, as the scenario spec intends."""
+    objects: list[dict[str, Any]] = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": f"node-{n:05d}"},
+            "status": {"capacity": {"cpu": "64", "memory": "256Gi", "pods": "250", "ephemeral-storage": "500Gi"}},
+        }
+        for n in range(nodes)
+    ]
+    usage: dict[str, Any] = {
+        f"node/node-{n:05d}": {
+            "system": {"memory": "4Gi", "nodefs": "50Gi", "pids": 800},
+            "images": [{"name": "app:v1", "size": "500Mi", "inUse": True}],
+        }
+        for n in range(nodes)
+    }
+    for d in range(pods_per_node):
+        name = f"svc-{d:03d}"
+        objects.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "DaemonSet",
+                "metadata": {"name": name, "namespace": "bench"},
+                "spec": {
+                    "template": {
+                        "metadata": {"labels": {"app": name}},
+                        "spec": {
+                            "containers": [
+                                {
+                                    "name": "app",
+                                    "image": "app:v1",
+                                    "resources": {
+                                        "requests": {"cpu": "50m", "memory": "1Gi"},
+                                        "limits": {"memory": "4Gi"},
+                                    },
+                                }
+                            ]
+                        },
+                    }
+                },
+            }
+        )
+        usage[f"bench/DaemonSet/{name}"] = {
+            "memory": [[0, "900Mi"], [3600, "1100Mi"]],
+            "logs": [[0, "10Mi"], [3600, "200Mi"]],
+            "rootfs": "20Mi",
+            "pids": 12,
+        }
+    return {
+        "apiVersion": "ledgerlet/v1",
+        "kind": "Scenario",
+        "metadata": {"name": f"daemonsets-{nodes}x{pods_per_node}"},
+        "spec": {
+            "duration": duration,
+            "kubeletConfig": {"evictionHard": {"memory.available": "1Gi"}},
+            "objects": objects,
+            "usage": usage,
+        },
+    }

@@ -24,10 +24,37 @@ class _Group:
     members: list[MemoryConsumer] = field(default_factory=list)
 
 
+class _Partition:
+    """Records from offset ``base`` on; what every reading group has committed is dropped."""
+
+    __slots__ = ("base", "records")
+
+    def __init__(self) -> None:
+        self.base = 0
+        self.records: list[Record] = []
+
+    def __len__(self) -> int:  # the end offset
+        return self.base + len(self.records)
+
+    def read(self, start: int, count: int) -> list[Record]:
+        i = max(start - self.base, 0)
+        return self.records[i : i + count]
+
+    def append(self, rec: Record) -> None:
+        self.records.append(rec)
+
+    def trim(self, below: int) -> None:
+        drop = below - self.base
+        if drop > 0:
+            del self.records[:drop]
+            self.base = below
+
+
 class MemoryBus:
-    def __init__(self, *, default_partitions: int = DEFAULT_PARTITIONS) -> None:
+    def __init__(self, *, default_partitions: int = DEFAULT_PARTITIONS, retain: bool = False) -> None:
         self._default_partitions = default_partitions
-        self._topics: dict[str, list[list[Record]]] = {}
+        self._retain = retain  # keep everything (tests that read back); else drop what all groups committed
+        self._topics: dict[str, list[_Partition]] = {}
         self._groups: dict[str, _Group] = {}
         self._changed = asyncio.Condition()
         self._version = 0
@@ -44,12 +71,12 @@ class MemoryBus:
     async def create_topics(self, topics: Sequence[TopicSpec]) -> None:
         for spec in topics:
             if spec.name not in self._topics:
-                self._topics[spec.name] = [[] for _ in range(max(spec.partitions, 1))]
+                self._topics[spec.name] = [_Partition() for _ in range(max(spec.partitions, 1))]
         self._rebalance_all()
 
-    def _partitions(self, topic: str) -> list[list[Record]]:
+    def _partitions(self, topic: str) -> list[_Partition]:
         if topic not in self._topics:
-            self._topics[topic] = [[] for _ in range(self._default_partitions)]
+            self._topics[topic] = [_Partition() for _ in range(self._default_partitions)]
             self._rebalance_all()
         return self._topics[topic]
 
@@ -106,6 +133,14 @@ class MemoryBus:
         if g is not None and member in g.members:
             g.members.remove(member)
             self._rebalance(member.group)
+
+    def trim(self, tp: TopicPartition) -> None:
+        """Drop records every group reading this topic has committed."""
+        if self._retain:
+            return
+        readers = [g for g in self._groups.values() if any(tp[0] in m.topics for m in g.members)]
+        if readers:
+            self._topics[tp[0]][tp[1]].trim(min(g.committed.get(tp, 0) for g in readers))
 
     def committed(self, group: str) -> dict[TopicPartition, int]:
         return dict(self._groups.setdefault(group, _Group()).committed)
@@ -170,9 +205,9 @@ class MemoryConsumer:
         out: list[Record] = []
         for tp in self.assignment:
             part = self._bus._topics[tp[0]][tp[1]]
-            pos = self.positions.get(tp, 0)
+            pos = max(self.positions.get(tp, 0), part.base)
             if pos < len(part):
-                take = part[pos : pos + max(max_records - len(out), 0)]
+                take = part.read(pos, max(max_records - len(out), 0))
                 out.extend(take)
                 self.positions[tp] = pos + len(take)
             if len(out) >= max_records:
@@ -204,6 +239,7 @@ class MemoryConsumer:
         for tp, off in offsets.items():
             if off > g.committed.get(tp, 0):
                 g.committed[tp] = off
+                self._bus.trim(tp)
         await self._bus.notify()
 
     async def close(self) -> None:

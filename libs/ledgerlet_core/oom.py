@@ -177,31 +177,38 @@ class NodeMemory:
         """The first instant in ``[after, until]`` something is over a limit, or restarts.
 
         Right after acting, pass ``inclusive=False``: what could not be fixed then (system
-        memory alone over capacity) is not an event to act on again."""
+        memory alone over capacity) is not an event to act on again. A limit a series can
+        never reach (its peak is under it) is not searched: the common case, kept cheap."""
         times: list[int] = []
         for r in self.runs.values():
             if r.dead:
                 continue
             if r.down_until is not None and after < r.down_until <= until:
                 times.append(r.down_until)
-            if r.limit is not None and r.memory is not None and r.running(after):
+            if r.limit is not None and r.memory is not None and r.memory.peak > r.limit and r.running(after):
                 hit = first_crossing([r.memory], r.limit, after, until, inclusive=inclusive)
                 if hit is not None:
                     times.append(hit)
         pods = self._running_series(after)
-        if self.pods_limit is not None:
+        peak = sum(s.peak for s in pods)
+        if self.pods_limit is not None and peak > self.pods_limit:
             hit = first_crossing(pods, self.pods_limit, after, until, inclusive=inclusive)
             if hit is not None:
                 times.append(hit)
-        hit = first_crossing([self.system, *pods], self.capacity, after, until, inclusive=inclusive)
-        if hit is not None:
-            times.append(hit)
+        if peak + self.system.peak > self.capacity:
+            hit = first_crossing([self.system, *pods], self.capacity, after, until, inclusive=inclusive)
+            if hit is not None:
+                times.append(hit)
         return min(times) if times else None
 
     def next_crossing(self, level: int, after: int, until: int, *, pods_only: bool = False) -> int | None:
         """When the working set (the pods' alone, with ``pods_only``) first exceeds ``level``."""
         series = self._running_series(after)
-        return first_crossing(series if pods_only else [self.system, *series], level, after, until)
+        if not pods_only:
+            series = [self.system, *series]
+        if sum(s.peak for s in series) <= level:
+            return None
+        return first_crossing(series, level, after, until)
 
     def act(self, t: int) -> list[Kill]:
         """What the kernel does at ``t``: restarts come due, then every limit is enforced."""

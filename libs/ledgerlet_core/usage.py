@@ -32,10 +32,13 @@ class Series:
     values: tuple[int, ...]
     #: the value when every point has the same one (the hot path skips interpolation)
     fixed: int | None = None
+    #: the largest value the series ever takes (linear pieces peak at their points)
+    peak: int = 0
 
     def __post_init__(self) -> None:
         if len(set(self.values)) == 1:
             object.__setattr__(self, "fixed", self.values[0])
+        object.__setattr__(self, "peak", max(self.values))
 
     @staticmethod
     def constant(value: int) -> Series:

@@ -139,8 +139,10 @@ class Collector(Service):
         if pod is not None and pod.metadata.uid == data.uid:
             self._place(pod)
             node = self.nodes.get(data.node)
-            if node is not None:
-                self._schedule_kernel(node, env.t, out)
+            if node is not None and node.memory is not None:
+                # look again for OOMs once this instant's pods are all in (one tick, not one per pod)
+                node.oom_checks.add(env.t)
+                self.timers.want(env.t, PHASE_TIMERS, out, "oom")
 
     def _place(self, pod: Pod) -> None:
         node = self.nodes.get(pod.spec.node_name) if pod.spec.node_name else None

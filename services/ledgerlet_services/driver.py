@@ -45,6 +45,8 @@ class Driver:
         run: str,
         duration: int,
         groups: Mapping[str, Sequence[str]],
+        followers: Mapping[str, Sequence[str]] | None = None,
+        max_follower_lag: int = 20_000,
         progress: Callable[[int], None] | None = None,
         idle_timeout: float = 120.0,
     ) -> None:
@@ -53,6 +55,8 @@ class Driver:
         self.run_id = run
         self.duration = duration
         self.groups = groups
+        self.followers = followers or {}
+        self.max_follower_lag = max_follower_lag
         self.progress = progress
         self.idle_timeout = idle_timeout
         self.stats = DriverStats()
@@ -85,6 +89,7 @@ class Driver:
                     self.stats.inputs += len(batch)
                     await self._settle(timers)
                 await self._tick(now, producer, timers)
+                await self._keep_followers_close()
                 self.stats.virtual_time = now
                 if self.progress is not None:
                     self.progress(now)
@@ -104,6 +109,11 @@ class Driver:
         finally:
             await producer.close()
             await timers.close()
+
+    async def _keep_followers_close(self) -> None:
+        """Groups that only record (the store) may lag, but not without bound."""
+        if self.followers and await self.bus.lag(self.followers) > self.max_follower_lag:
+            await self.bus.wait_idle(self.followers, timeout=max(self.idle_timeout, 600.0))
 
     async def _tick(self, now: int, producer: Producer, timers: Consumer) -> None:
         """Tick at ``now``, lowest phase first, until nothing more is due at ``now``."""

@@ -20,12 +20,14 @@ from ledgerlet_core.contracts.internal import (
     PHASE_STATUS,
     PHASE_TIMERS,
     ClockTick,
-    NodeObserved,
+    LazyNodeObserved,
     ObjectCreated,
     PodStarted,
+    decode_lazy_observation,
 )
 from ledgerlet_core.contracts.registry import decode_data
 from ledgerlet_core.duration import SECOND, seconds
+from ledgerlet_core.eviction.local_storage import has_local_storage_limits
 from ledgerlet_core.eviction.manager import (
     IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS,
     PassResult,
@@ -68,11 +70,15 @@ class EvictionManager(Service):
         self.nodes: dict[str, KubeletNode] = {}
         self.pod_node: dict[str, str] = {}
         self.exits: list[_Exit] = []
+        self._limits: dict[str, bool] = {}
         #: pods that arrived or were deleted, handled at the next tick in event order
         self.arrivals: list[tuple[tuple[int, tuple[int, ...]], str, tuple[str, Any]]] = []
         self.timers = Timers(self.name)
 
     def handle(self, env: Envelope, out: Emitter) -> None:
+        if env.type == "NodeObserved":  # the hot path: pods' stats decoded only if needed
+            self._on_NodeObserved(env, decode_lazy_observation(env.data), out)
+            return
         handler = getattr(self, f"_on_{env.type}", None)
         if handler is not None:
             handler(env, decode_data(env), out)
@@ -167,6 +173,13 @@ class EvictionManager(Service):
         reason = "ForceDeleted" if data.force else "Deleted"
         self._stop(env, node.name, pod, grace, reason, cause, out)
 
+    def _limited(self, pod: Pod) -> bool:
+        """Whether a pod sets local-storage limits (cached: pods do not change once admitted)."""
+        uid = pod.metadata.uid
+        if uid not in self._limits:
+            self._limits[uid] = has_local_storage_limits(pod)
+        return self._limits[uid]
+
     def _on_OOMKilled(self, env: Envelope, data: dec.OOMKilled, out: Emitter) -> None:
         """A pod whose containers were OOM-killed for good has failed: no longer active."""
         if not data.pod_failed or env.pod is None:
@@ -176,7 +189,7 @@ class EvictionManager(Service):
             node.active.pop(env.pod, None)
 
     # -- passes ------------------------------------------------------------------
-    def _on_NodeObserved(self, env: Envelope, data: NodeObserved, out: Emitter) -> None:
+    def _on_NodeObserved(self, env: Envelope, data: LazyNodeObserved, out: Emitter) -> None:
         node = self.nodes.get(data.node)
         if node is None:
             return
@@ -186,14 +199,16 @@ class EvictionManager(Service):
             config=node.config,
             layout=layout,
             state=node.state,
-            summary=data.summary,
+            summary=data.node_summary(),
+            pod_stats=data.pod_stats,
             active_pods=list(node.active.values()),
+            local_storage_candidates=[p for p in node.active.values() if self._limited(p)],
             runtime=data.runtime,
             after_reclaim=data.after_reclaim,
             cleanup_pending=node.cleanup_pending(env.t),
         )
         node.state = result.state
-        node.last_summary = result.post_reclaim_summary or data.summary
+        node.last_summary = result.post_reclaim_summary or data.node_summary()
         node.last_runtime = result.runtime
         node.last_observation_id = env.id
         self._emit_pass(env, data.node, node, result, out)

@@ -130,3 +130,25 @@ async def test_idle_waits_for_a_chain_of_work(bus: Bus) -> None:
     await bus.wait_idle({"relay": ["u"]}, timeout=5)
     assert await bus.lag({"relay": ["u"]}) == 0
     await task
+
+
+async def test_memory_bus_drops_what_every_reader_committed() -> None:
+    bus = MemoryBus()
+    await bus.create_topics([TopicSpec("t", 1)])
+    a, b = bus.consumer("a", ["t"]), bus.consumer("b", ["t"])
+    p = bus.producer()
+    for i in range(10):
+        await p.send("t", str(i).encode(), key=b"k")
+    await p.flush()
+    got = await drain(a, 10)
+    await a.commit({("t", 0): 10})
+    assert len(bus._topics["t"][0].records) == 10  # b has not read them yet
+    got_b = await drain(b, 6)
+    await b.commit({("t", 0): got_b[5].offset + 1})
+    part = bus._topics["t"][0]
+    assert part.base == 6 and len(part.records) == 4 and len(part) == 10  # offsets stay as they were
+    await b.close()
+    resumed = bus.consumer("b", ["t"])  # a new member resumes at the committed offset, past the trim
+    assert [int(r.value) for r in await drain(resumed, 4)] == [6, 7, 8, 9]
+    assert await bus.lag({"a": ["t"], "b": ["t"]}) == 4
+    assert [r.offset for r in got] == list(range(10))

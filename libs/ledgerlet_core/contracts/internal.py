@@ -11,7 +11,7 @@ from typing import Any
 import msgspec
 
 from ledgerlet_core.eviction.reclaim import RuntimeView
-from ledgerlet_core.summary import NodeStats, Summary
+from ledgerlet_core.summary import NodeStats, PodStats, Summary
 
 
 class _Data(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
@@ -91,6 +91,37 @@ class _ObservationNodeView(_Data, kw_only=True):
     summary: _NodeOnlySummary
     source: str
     runtime: RuntimeView | None = None
+
+
+class _LazySummary(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    node: NodeStats
+    pods: msgspec.Raw = msgspec.Raw(b"[]")
+
+
+class LazyNodeObserved(_Data, kw_only=True):
+    """NodeObserved with its pods' stats left as JSON until asked for (most passes never
+    need them: no pressure, no local-storage limits)."""
+
+    node: str
+    summary: _LazySummary
+    source: str
+    after_reclaim: Summary | None = None
+    runtime: RuntimeView | None = None
+    pods_omitted: bool = False
+
+    def node_summary(self) -> Summary:
+        return Summary(node=self.summary.node)
+
+    def pod_stats(self) -> list[PodStats]:
+        return _PODS.decode(self.summary.pods)
+
+
+_LAZY = msgspec.json.Decoder(LazyNodeObserved)
+_PODS = msgspec.json.Decoder(list[PodStats])
+
+
+def decode_lazy_observation(data: bytes) -> LazyNodeObserved:
+    return _LAZY.decode(data)
 
 
 _NODE_VIEW = msgspec.json.Decoder(_ObservationNodeView)

@@ -9,7 +9,7 @@ decision carries the inputs it was made from.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final
 
@@ -27,7 +27,7 @@ from ledgerlet_core.eviction.observations import (
     thresholds_met_grace_period,
     thresholds_updated_stats,
 )
-from ledgerlet_core.eviction.ranking import RankingEntry, rank_funcs, rank_pods, stats_lookup
+from ledgerlet_core.eviction.ranking import RankingEntry, StatsLookup, rank_funcs, rank_pods, stats_lookup
 from ledgerlet_core.eviction.reclaim import (
     ReclaimResult,
     RuntimeView,
@@ -220,13 +220,26 @@ def synchronize(
     runtime: RuntimeView | None = None,
     after_reclaim: Summary | None = None,
     cleanup_pending: Sequence[str] = (),
+    local_storage_candidates: Sequence[Pod] | None = None,
+    pod_stats: Callable[[], Sequence[PodStats]] | None = None,
 ) -> PassResult:
     """One pass: observe, update conditions, reclaim at node level, evict at most one pod.
 
     ``cleanup_pending`` are pods the last eviction killed that have not exited yet (for at
     most ``podCleanupTimeout``): upstream's loop waits for them (``waitForPodsCleanup``)
     before synchronizing again, so such a pass changes nothing and evicts nobody.
+
+    ``pod_stats``, when given, supplies the pods' stats only if the pass needs them (ranking,
+    local-storage limits); ``summary.pods`` is used otherwise. Most passes never need them.
     """
+    loaded: list[StatsLookup] = []
+
+    def lookup_pods() -> StatsLookup:
+        if not loaded:
+            pods = summary.pods if pod_stats is None else pod_stats()
+            loaded.append(stats_lookup(Summary(node=summary.node, pods=list(pods))))
+        return loaded[0]
+
     thresholds = node_thresholds(config, layout)
     observations = make_signal_observations(summary)
     if cleanup_pending:
@@ -269,8 +282,11 @@ def synchronize(
         return base
     actionable = thresholds_updated_stats(grace_met, observations, state.last_observations)
     if config.spec.local_storage_capacity_isolation:
-        local = local_storage_evictions(
-            active_pods, stats_lookup(summary), dedicated_imagefs=layout == LAYOUT_DEDICATED_IMAGEFS
+        candidates = active_pods if local_storage_candidates is None else local_storage_candidates
+        local = (
+            local_storage_evictions(candidates, lookup_pods(), dedicated_imagefs=layout == LAYOUT_DEDICATED_IMAGEFS)
+            if candidates
+            else []
         )
         if local:  # pods over their own limits go first; thresholds wait for the next pass
             return _replace(base, local_evictions=tuple(local))
@@ -312,7 +328,7 @@ def synchronize(
                 base, chosen=chosen, reclaims=tuple(reclaims), reclaim_resolved=True, runtime=current_runtime
             )
 
-    lookup = stats_lookup(summary)
+    lookup = lookup_pods()
     ranking = rank_pods(
         active_pods,
         rank_funcs(layout == LAYOUT_DEDICATED_IMAGEFS, layout == LAYOUT_SPLIT_IMAGEFS)[chosen.signal],
