@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -41,15 +42,22 @@ def pg_server() -> str:
     return PG_ADMIN
 
 
-@pytest.fixture
-def pg_database(pg_server: str) -> Iterator[str]:
-    """A fresh, empty PostgreSQL database for one test; dropped afterwards."""
+@contextlib.contextmanager
+def fresh_pg_database() -> Iterator[str]:
+    """Create an empty PostgreSQL database; drop it afterwards."""
     name = f"ledgerlet_t_{uuid.uuid4().hex[:12]}"
     asyncio.run(_pg_exec(f'CREATE DATABASE "{name}"'))
     try:
         yield _pg_dsn(name)
     finally:
         asyncio.run(_pg_exec(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture
+def pg_database(pg_server: str) -> Iterator[str]:
+    """A fresh, empty PostgreSQL database for one test; dropped afterwards."""
+    with fresh_pg_database() as dsn:
+        yield dsn
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -70,3 +78,22 @@ async def store(store_dsn: str) -> AsyncIterator[object]:
         yield s
     finally:
         await s.close()
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap() -> Iterator[str]:
+    """A real Kafka-protocol broker: ``KAFKA_BOOTSTRAP`` if set, else Tansu on a free port."""
+    external = os.environ.get("KAFKA_BOOTSTRAP")
+    if external:
+        yield external
+        return
+    from tests.support.brokers import tansu
+
+    with tansu() as broker:
+        yield broker.bootstrap
+
+
+@pytest.fixture
+def kafka_namespace() -> str:
+    """Topic and group names of one test, so tests sharing a broker do not see each other."""
+    return f"t{uuid.uuid4().hex[:10]}"

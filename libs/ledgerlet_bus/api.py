@@ -33,6 +33,8 @@ class Record:
 class TopicSpec:
     name: str
     partitions: int = 1
+    #: topic-level configuration for a broker that has it (``retention.ms``, ...)
+    config: tuple[tuple[str, str], ...] = ()
 
 
 class Producer(Protocol):
@@ -66,13 +68,32 @@ class Bus(Protocol):
 
     def producer(self) -> Producer: ...
 
-    def consumer(self, group: str, topics: Sequence[str]) -> Consumer: ...
+    def consumer(self, group: str, topics: Sequence[str], *, whole: bool = False) -> Consumer:
+        """A member of ``group`` reading ``topics``.
+
+        By default the group splits partitions between its members and rebalances when
+        members come and go. ``whole=True`` makes a member that reads every partition and
+        never takes part in a rebalance (it still commits to the group): what a stateful
+        service needs, and it resumes at once after a restart."""
 
     async def lag(self, groups: Mapping[str, Sequence[str]]) -> int:
         """Records the groups have not committed yet, over the topics each one reads."""
 
     async def wait_idle(self, groups: Mapping[str, Sequence[str]], *, timeout: float = 60.0) -> None:
         """Return once nothing is in flight for these groups (lag 0, end offsets stable)."""
+
+    async def history(self, group: str, topics: Sequence[str]) -> list[Record]:
+        """The records below the group's committed offsets: what it has already handled.
+
+        A restarted service folds them again to rebuild its state."""
+
+
+class CommitRejected(RuntimeError):
+    """The group moved the partitions elsewhere before the commit: their records come again."""
+
+
+class BusUnavailable(ConnectionError):
+    """The bus could not take or deliver records just now (broker away); try again."""
 
 
 class BusTimeout(TimeoutError):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from random import Random
 
 from ledgerlet_bus.api import BusTimeout, Record, TopicPartition, TopicSpec
 from ledgerlet_bus.partitioner import partition_for
@@ -51,8 +52,13 @@ class _Partition:
 
 
 class MemoryBus:
-    def __init__(self, *, default_partitions: int = DEFAULT_PARTITIONS, retain: bool = False) -> None:
+    def __init__(
+        self, *, default_partitions: int = DEFAULT_PARTITIONS, retain: bool = False, shuffle: Random | None = None
+    ) -> None:
         self._default_partitions = default_partitions
+        #: a test mode: consumers read partitions in a random order and random amounts
+        #: (each partition still in order), as fetches from a real broker may
+        self._shuffle = shuffle
         self._retain = retain  # keep everything (tests that read back); else drop what all groups committed
         self._topics: dict[str, list[_Partition]] = {}
         self._groups: dict[str, _Group] = {}
@@ -97,11 +103,11 @@ class MemoryBus:
             self._changed.notify_all()
 
     # -- consuming -------------------------------------------------------------
-    def consumer(self, group: str, topics: Sequence[str]) -> MemoryConsumer:
+    def consumer(self, group: str, topics: Sequence[str], *, whole: bool = False) -> MemoryConsumer:
         for t in topics:
             self._partitions(t)
         g = self._groups.setdefault(group, _Group())
-        member = MemoryConsumer(self, group, tuple(topics))
+        member = MemoryConsumer(self, group, tuple(topics), whole=whole)
         g.members.append(member)
         self._rebalance(group)
         return member
@@ -114,10 +120,11 @@ class MemoryBus:
         """Range assignment per topic, like Kafka's default assignor."""
         g = self._groups[group]
         for m in g.members:
-            m.assignment = []
-        topics = sorted({t for m in g.members for t in m.topics})
+            m.assignment = [(t, p) for t in m.topics for p in range(len(self._topics[t]))] if m.whole else []
+        sharing = [m for m in g.members if not m.whole]
+        topics = sorted({t for m in sharing for t in m.topics})
         for topic in topics:
-            members = [m for m in g.members if topic in m.topics]
+            members = [m for m in sharing if topic in m.topics]
             n = len(self._topics[topic])
             per, extra = divmod(n, len(members))
             start = 0
@@ -126,7 +133,10 @@ class MemoryBus:
                 m.assignment.extend((topic, p) for p in range(start, start + count))
                 start += count
         for m in g.members:
-            m.positions = {tp: g.committed.get(tp, 0) for tp in m.assignment}
+            if m.whole:  # whole members are not rebalanced: they keep their positions
+                m.positions = {tp: m.positions.get(tp, g.committed.get(tp, 0)) for tp in m.assignment}
+            else:
+                m.positions = {tp: g.committed.get(tp, 0) for tp in m.assignment}
 
     def leave(self, member: MemoryConsumer) -> None:
         g = self._groups.get(member.group)
@@ -155,6 +165,17 @@ class MemoryBus:
             for tp, end in self.end_offsets(topics).items():
                 total += end - committed.get(tp, 0)
         return total
+
+    async def history(self, group: str, topics: Sequence[str]) -> list[Record]:
+        committed = self._groups.setdefault(group, _Group()).committed
+        out: list[Record] = []
+        for t in topics:
+            for p, part in enumerate(self._partitions(t)):
+                upto = committed.get((t, p), 0)
+                if upto and part.base > 0:
+                    raise RuntimeError(f"{t}[{p}]: records below {part.base} were dropped; use MemoryBus(retain=True)")
+                out.extend(part.read(0, upto))
+        return out
 
     async def wait_idle(self, groups: Mapping[str, Sequence[str]], *, timeout: float = 60.0) -> None:
         loop = asyncio.get_running_loop()
@@ -193,21 +214,31 @@ class MemoryProducer:
 
 
 class MemoryConsumer:
-    def __init__(self, bus: MemoryBus, group: str, topics: tuple[str, ...]) -> None:
+    def __init__(self, bus: MemoryBus, group: str, topics: tuple[str, ...], *, whole: bool = False) -> None:
         self._bus = bus
         self.group = group
         self.topics = topics
+        self.whole = whole
         self.assignment: list[TopicPartition] = []
         self.positions: dict[TopicPartition, int] = {}
         self._closed = False
 
     def _available(self, max_records: int) -> list[Record]:
         out: list[Record] = []
-        for tp in self.assignment:
+        shuffle = self._bus._shuffle
+        assignment = self.assignment
+        if shuffle is not None:
+            assignment = shuffle.sample(assignment, len(assignment))
+        for tp in assignment:
             part = self._bus._topics[tp[0]][tp[1]]
             pos = max(self.positions.get(tp, 0), part.base)
             if pos < len(part):
-                take = part.read(pos, max(max_records - len(out), 0))
+                room = max(max_records - len(out), 0)
+                if shuffle is not None and room:
+                    if out and shuffle.random() < 0.5:
+                        continue  # this partition's records come in a later fetch
+                    room = shuffle.randint(1, room)
+                take = part.read(pos, room)
                 out.extend(take)
                 self.positions[tp] = pos + len(take)
             if len(out) >= max_records:
@@ -217,6 +248,7 @@ class MemoryConsumer:
     async def getmany(self, *, timeout: float = 0.1, max_records: int = 1000) -> list[Record]:
         if self._closed:
             return []
+        await self._lag_behind()
         records = self._available(max_records)
         if records or timeout <= 0:
             return records
@@ -229,7 +261,15 @@ class MemoryConsumer:
                 await asyncio.wait_for(cond.wait(), timeout)
             except TimeoutError:
                 return []
+        await self._lag_behind()
         return self._available(max_records)
+
+    async def _lag_behind(self) -> None:
+        """In shuffle mode, now and then let other consumers run first (a slow fetch)."""
+        shuffle = self._bus._shuffle
+        if shuffle is not None and shuffle.random() < 0.4:
+            for _ in range(shuffle.randint(1, 20)):
+                await asyncio.sleep(0)
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         self.positions[tp] = offset

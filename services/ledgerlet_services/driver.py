@@ -21,6 +21,7 @@ from ledgerlet_core.contracts.internal import ClockTick, TimerSet
 from ledgerlet_core.contracts.registry import decode_data, make_envelope
 from ledgerlet_core.feed import CLOCK_ORDER, END_ORDER
 from ledgerlet_services.shell import next_offsets
+from ledgerlet_services.telemetry import Telemetry
 from ledgerlet_services.topics import CLOCK, INPUTS, TIMERS
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,7 @@ class Driver:
         max_follower_lag: int = 20_000,
         progress: Callable[[int], None] | None = None,
         idle_timeout: float = 120.0,
+        telemetry: Telemetry | None = None,
     ) -> None:
         self.bus = bus
         self.feed = sorted(feed, key=Envelope.sort_key)
@@ -59,12 +61,15 @@ class Driver:
         self.max_follower_lag = max_follower_lag
         self.progress = progress
         self.idle_timeout = idle_timeout
+        self.telemetry = telemetry or Telemetry.disabled()
         self.stats = DriverStats()
         self._timers: dict[int, set[int]] = {}
+        # a group per run: a stack serves run after run, and each driver wants its own timers
+        self._timer_group = f"{CLOCK_GROUP}.{run}"
 
     async def run(self) -> None:
         producer = self.bus.producer()
-        timers = self.bus.consumer(CLOCK_GROUP, [TIMERS])
+        timers = self.bus.consumer(self._timer_group, [TIMERS], whole=True)
         try:
             i = 0
             feed = self.feed
@@ -84,7 +89,12 @@ class Driver:
                     i += 1
                 if batch:
                     for env in batch:
-                        await producer.send(INPUTS, encode_envelope(env), key=(env.node or "cluster").encode())
+                        await producer.send(
+                            INPUTS,
+                            encode_envelope(env),
+                            key=(env.node or "cluster").encode(),
+                            headers=self.telemetry.publishing("driver", env),
+                        )
                     await producer.flush()
                     self.stats.inputs += len(batch)
                     await self._settle(timers)
@@ -100,7 +110,9 @@ class Driver:
                 order=[END_ORDER],
                 stream="scenario",
             )
-            await producer.send(INPUTS, encode_envelope(end), key=b"cluster")
+            await producer.send(
+                INPUTS, encode_envelope(end), key=b"cluster", headers=self.telemetry.publishing("driver", end)
+            )
             await producer.flush()
             await self._settle(timers)
             self.stats.virtual_time = self.duration
@@ -130,22 +142,27 @@ class Driver:
             tick = make_envelope(
                 ClockTick(round=rnd, phase=phase), run=self.run_id, t=now, order=[CLOCK_ORDER, rnd], stream="clock"
             )
-            await producer.send(CLOCK, encode_envelope(tick), key=b"clock")
+            await producer.send(
+                CLOCK, encode_envelope(tick), key=b"clock", headers=self.telemetry.publishing("clock", tick)
+            )
             await producer.flush()
             self.stats.ticks += 1
             rnd += 1
             await self._settle(timers)
 
     async def _settle(self, timers: Consumer) -> None:
-        """Wait until every service has handled everything, then collect timer requests."""
+        """Wait until every service has handled everything, then collect timer requests.
+
+        Once the services are idle nothing more is written to the timers topic, so
+        reading until this driver's own group has committed its end reads them all."""
         await self.bus.wait_idle(self.groups, timeout=self.idle_timeout)
-        while True:
-            records = await timers.getmany(timeout=0, max_records=10_000)
-            if not records:
-                break
+        mine = {self._timer_group: [TIMERS]}
+        while await self.bus.lag(mine):
+            records = await timers.getmany(timeout=0.05, max_records=10_000)
             for r in records:
                 env = decode_envelope(r.value)
-                if env.type == "TimerSet":
+                if env.type == "TimerSet" and env.run == self.run_id:
                     data: TimerSet = decode_data(env)
                     self._timers.setdefault(data.at, set()).add(data.phase)
-            await timers.commit(next_offsets(records))
+            if records:
+                await timers.commit(next_offsets(records))

@@ -17,12 +17,11 @@ from ledgerlet_bus.memory import MemoryBus
 from ledgerlet_core.contracts.registry import DECISION
 from ledgerlet_core.feed import scenario_feed
 from ledgerlet_core.scenario import Scenario
-from ledgerlet_services.collector import Collector
-from ledgerlet_services.controller_manager import ControllerManager
+from ledgerlet_services.catalog import CONTROL_LOOPS
 from ledgerlet_services.driver import Driver, DriverStats
-from ledgerlet_services.eviction_manager import EvictionManager
 from ledgerlet_services.recorder import RecorderRunner
 from ledgerlet_services.shell import ServiceRunner
+from ledgerlet_services.telemetry import Telemetry
 from ledgerlet_services.topics import ALL_TOPICS, topic_specs
 from ledgerlet_store.store import EventStore, StoredEvent
 
@@ -53,20 +52,24 @@ async def run_embedded(
     progress: Callable[[int], None] | None = None,
     partitions: int = 4,
     full_observations: bool = False,
+    telemetry: Telemetry | None = None,
+    bus: MemoryBus | None = None,
 ) -> RunResult:
     run_id = run or new_run_id()
     began = time.perf_counter()
-    bus = MemoryBus()
+    bus = bus or MemoryBus()
     await bus.create_topics(topic_specs(partitions))
-    runners = [
-        ServiceRunner(bus, Collector()),
-        ServiceRunner(bus, EvictionManager()),
-        ServiceRunner(bus, ControllerManager()),
-    ]
-    recorder = RecorderRunner(bus, store, full_observations=full_observations)
-    groups = {r.group: list(r.service.topics) for r in runners}
+    runners = [ServiceRunner(bus, kind, telemetry=telemetry) for kind in CONTROL_LOOPS]
+    recorder = RecorderRunner(bus, store, full_observations=full_observations, telemetry=telemetry)
+    groups = {r.group: list(r.topics) for r in runners}
     driver = Driver(
-        bus, scenario_feed(scenario, run_id), run=run_id, duration=scenario.duration, groups=groups, progress=progress
+        bus,
+        scenario_feed(scenario, run_id),
+        run=run_id,
+        duration=scenario.duration,
+        groups=groups,
+        progress=progress,
+        telemetry=telemetry,
     )
     service_tasks = [asyncio.create_task(r.run(), name=r.group) for r in runners]
     recorder_task = asyncio.create_task(recorder.run(), name=recorder.group)

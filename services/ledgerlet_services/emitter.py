@@ -15,6 +15,8 @@ class Outgoing:
     topic: str
     key: bytes | None
     envelope: Envelope
+    #: record headers (trace context), set by the shell
+    headers: tuple[tuple[str, bytes], ...] = ()
 
 
 @dataclass(slots=True)

@@ -24,11 +24,16 @@ DECISIONS: Final = "ledgerlet.decisions"
 ALL_TOPICS: Final = (INPUTS, CLOCK, TIMERS, OBSERVATIONS, DECISIONS)
 
 
+#: Services rebuild their state from what they have committed, so a run's records must
+#: stay on the topics for as long as the run lasts: nothing is deleted by age.
+KEEP: Final = (("retention.ms", "-1"),)
+
+
 def topic_specs(partitions: int = 6) -> list[TopicSpec]:
     return [
-        TopicSpec(INPUTS, 1),
-        TopicSpec(CLOCK, 1),
-        TopicSpec(TIMERS, 1),
-        TopicSpec(OBSERVATIONS, partitions),
-        TopicSpec(DECISIONS, partitions),
+        TopicSpec(INPUTS, 1, KEEP),
+        TopicSpec(CLOCK, 1, KEEP),
+        TopicSpec(TIMERS, 1, KEEP),
+        TopicSpec(OBSERVATIONS, partitions, KEEP),
+        TopicSpec(DECISIONS, partitions, KEEP),
     ]

@@ -1,0 +1,123 @@
+"""The distributed stack as separate OS processes, for tests and benchmarks: each
+service started with ``ledgerlet service NAME``, and scenarios fed with ``ledgerlet drive``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ledgerlet_services.catalog import service_names
+
+CLI = [sys.executable, "-m", "ledgerlet_services.cli"]
+
+
+@dataclass
+class LocalStack:
+    bus_url: str
+    store_dsn: str
+    workdir: Path
+    extra_env: dict[str, str] = field(default_factory=dict)
+    procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {
+            **os.environ,
+            "LEDGERLET_BUS": self.bus_url,
+            "LEDGERLET_STORE": self.store_dsn,
+            "LEDGERLET_HEALTH_DIR": str(self.workdir),
+            "LEDGERLET_LOG_LEVEL": "INFO",
+            **self.extra_env,
+        }
+
+    def log_path(self, name: str) -> Path:
+        return self.workdir / f"{name}.log"
+
+    def start(self, names: list[str] | None = None, *, wait: bool = True) -> LocalStack:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        for name in names or service_names():
+            self.start_service(name)
+        if wait:
+            self.wait_healthy(names)
+        return self
+
+    def start_service(self, name: str) -> None:
+        log = open(self.log_path(name), "ab")  # noqa: SIM115 (the process owns it)
+        self.procs[name] = subprocess.Popen([*CLI, "service", name], stdout=log, stderr=log, env=self.env)
+        log.close()
+
+    def wait_healthy(self, names: list[str] | None = None, timeout: float = 60.0) -> None:
+        """Until every service's loop has turned (its heartbeat file is fresh)."""
+        deadline = time.monotonic() + timeout
+        for name in names or service_names():
+            beat = self.workdir / f"ledgerlet-{name}.alive"
+            while not (beat.exists() and time.time() - beat.stat().st_mtime < 5):
+                proc = self.procs.get(name)
+                if proc is not None and proc.poll() is not None:
+                    raise RuntimeError(f"{name} exited with {proc.returncode}:\n{self.tail(name)}")
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{name} not healthy after {timeout}s:\n{self.tail(name)}")
+                time.sleep(0.05)
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> int:
+        proc = self.procs.pop(name)
+        proc.send_signal(sig)
+        code = proc.wait(30)
+        (self.workdir / f"ledgerlet-{name}.alive").unlink(missing_ok=True)
+        return code
+
+    def restart(self, name: str, sig: int = signal.SIGKILL) -> None:
+        self.kill(name, sig)
+        self.start_service(name)
+
+    def stop(self) -> dict[str, int]:
+        """SIGTERM every service and wait: the codes they exited with."""
+        codes: dict[str, int] = {}
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for name, proc in self.procs.items():
+            try:
+                codes[name] = proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                codes[name] = proc.wait()
+        self.procs.clear()
+        return codes
+
+    def drive(
+        self, scenario: Path, decisions: Path, *, run_id: str, timeout: float = 600, background: bool = False
+    ) -> subprocess.Popen[bytes]:
+        """Start ``ledgerlet drive`` (wait for it with :func:`finish`)."""
+        log = open(self.workdir / f"drive-{run_id}.log", "wb")  # noqa: SIM115
+        proc = subprocess.Popen(
+            [
+                *CLI,
+                *("drive", str(scenario), "--decisions", str(decisions)),
+                *("--run-id", run_id, "--quiet", "--idle-timeout", str(timeout)),
+            ],
+            stdout=log,
+            stderr=log,
+            env=self.env,
+        )
+        log.close()
+        return proc
+
+    def finish(self, proc: subprocess.Popen[bytes], run_id: str, timeout: float = 600) -> None:
+        code = proc.wait(timeout)
+        if code != 0:
+            raise RuntimeError(
+                f"ledgerlet drive exited {code}:\n{(self.workdir / f'drive-{run_id}.log').read_text()}\n"
+                + "\n".join(f"--- {n}\n{self.tail(n)}" for n in service_names())
+            )
+
+    def tail(self, name: str, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path(name).read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
