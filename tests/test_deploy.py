@@ -1,35 +1,99 @@
-"""compose.yaml against the Compose Specification, and the image's build inputs."""
+"""compose.yaml against the Compose Specification, and what the stack needs of it."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import jsonschema
 import yaml
 
+from ledgerlet_bus.kafka import parse_bus_url
+from ledgerlet_services.catalog import service_names
 from tests.conftest import ROOT
+
+#: the schema the issue names, when the shared tree is there; the vendored copy otherwise
+SHARED_SCHEMA = ROOT.parent / "shared" / "schemas" / "compose-spec.json"
+VENDORED_SCHEMA = ROOT / "tests" / "data" / "compose-spec.json"
+
+
+def _schema() -> dict[str, Any]:
+    path = SHARED_SCHEMA if SHARED_SCHEMA.exists() else VENDORED_SCHEMA
+    return dict(json.loads(path.read_text()))
+
+
+def _compose() -> dict[str, Any]:
+    return dict(yaml.safe_load((ROOT / "compose.yaml").read_text()))
 
 
 def test_compose_file_is_valid_compose_spec() -> None:
-    schema = json.loads((ROOT / "tests" / "data" / "compose-spec.json").read_text())
-    compose = yaml.safe_load((ROOT / "compose.yaml").read_text())
-    jsonschema.Draft7Validator(schema).validate(compose)
+    compose = _compose()
+    jsonschema.Draft7Validator(_schema()).validate(compose)
     for name, svc in compose["services"].items():
         if "build" in svc:
-            assert (ROOT / svc["build"]["dockerfile"]).exists(), name
+            assert (ROOT / svc["build"]["context"] / svc["build"]["dockerfile"]).exists(), name
+        for volume in svc.get("volumes", []):
+            source = volume.split(":")[0]
+            if source.startswith("./deploy"):
+                assert (ROOT / source).exists(), f"{name}: {source}"
+            elif not source.startswith("./"):
+                assert source in compose["volumes"], f"{name}: named volume {source} is not declared"
+
+
+def test_the_vendored_schema_is_the_shared_one() -> None:
+    if SHARED_SCHEMA.exists():
+        assert json.loads(SHARED_SCHEMA.read_text()) == json.loads(VENDORED_SCHEMA.read_text())
 
 
 def test_the_schema_check_catches_mistakes() -> None:
-    schema = json.loads((ROOT / "tests" / "data" / "compose-spec.json").read_text())
     bad = {"services": {"x": {"image": "a", "depends_on": {"y": {"condition": "whenever"}}}}}
     try:
-        jsonschema.Draft7Validator(schema).validate(bad)
+        jsonschema.Draft7Validator(_schema()).validate(bad)
     except jsonschema.ValidationError:
         return
     raise AssertionError("an invalid depends_on condition was accepted")
+
+
+def test_every_service_the_code_defines_has_a_healthy_compose_entry() -> None:
+    services = _compose()["services"]
+    for name in service_names():
+        assert name in services, f"compose.yaml has no entry for the {name} service"
+        svc = services[name]
+        assert svc["command"] == ["service", name]
+        assert svc["healthcheck"]["test"] == ["CMD", "ledgerlet", "health", name]
+        assert svc["depends_on"]["kafka"]["condition"] == "service_healthy"
+        assert svc["depends_on"]["postgres"]["condition"] == "service_healthy"
+        env = svc["environment"]
+        parse_bus_url(env["LEDGERLET_BUS"])
+        assert env["LEDGERLET_STORE"].startswith("postgresql://")
+        assert env["OTEL_EXPORTER_OTLP_ENDPOINT"].startswith("http://otel-collector:")
+    # the example drive waits for every service to be healthy
+    waits_for = services["example"]["depends_on"]
+    assert all(waits_for[n]["condition"] == "service_healthy" for n in service_names())
+
+
+def test_kafka_runs_in_kraft_mode_with_the_official_image() -> None:
+    kafka = _compose()["services"]["kafka"]
+    assert kafka["image"].startswith("apache/kafka:")
+    env = kafka["environment"]
+    assert env["KAFKA_PROCESS_ROLES"] == "broker,controller"  # KRaft: no ZooKeeper
+    assert "zookeeper" not in json.dumps(_compose()).lower()
+    assert env["KAFKA_AUTO_CREATE_TOPICS_ENABLE"] == "false"  # services create their topics
+
+
+def test_collector_pipelines_use_what_the_config_defines() -> None:
+    config = yaml.safe_load((ROOT / "deploy" / "otel-collector.yaml").read_text())
+    for pipeline in config["service"]["pipelines"].values():
+        for kind in ("receivers", "processors", "exporters"):
+            for component in pipeline.get(kind, []):
+                assert component in config[kind], f"{component} is not defined under {kind}"
+    jaeger = config["exporters"]["otlp/jaeger"]["endpoint"].split(":")[0]
+    assert jaeger in _compose()["services"]
 
 
 def test_dockerfile_copies_what_the_package_needs() -> None:
     text = (ROOT / "deploy" / "Dockerfile").read_text()
     for needed in ("pyproject.toml", "libs", "services", "examples"):
         assert f"COPY {needed}" in text
+    assert Path(ROOT / "deploy" / "Dockerfile").read_text().count("FROM ") == 1  # one image for every service

@@ -48,17 +48,30 @@ log = logging.getLogger(__name__)
 #: how long a consumer's fetch may wait on the broker for data (also the idle latency)
 DEFAULT_FETCH_WAIT_MS = 20
 _LATEST = -1
+_OFFSET_OUT_OF_RANGE = 1
 _AWAY = (KafkaError, OSError, asyncio.TimeoutError)
 _TOPIC_EXISTS = 36
 
 
-def bootstrap_from_url(url: str) -> tuple[str, str]:
-    """``kafka://host:port[,host:port]?namespace=NAME`` → (bootstrap servers, namespace)."""
+_URL_OPTIONS = {"namespace": str, "fetch_wait_ms": int, "linger_ms": int}
+
+
+def parse_bus_url(url: str) -> tuple[str, dict[str, Any]]:
+    """``kafka://host:port[,host:port][?namespace=NAME&fetch_wait_ms=N&linger_ms=N]``
+    → (bootstrap servers, KafkaBus options)."""
     parsed = urllib.parse.urlsplit(url)
     if parsed.scheme != "kafka" or not parsed.netloc:
         raise ValueError(f"bus URL {url!r}: expected kafka://HOST:PORT[,HOST:PORT][?namespace=NAME]")
-    query = urllib.parse.parse_qs(parsed.query)
-    return parsed.netloc, query.get("namespace", [""])[0]
+    options: dict[str, Any] = {}
+    for key, values in urllib.parse.parse_qs(parsed.query).items():
+        kind = _URL_OPTIONS.get(key)
+        if kind is None:
+            raise ValueError(f"bus URL {url!r}: unknown option {key!r} (known: {', '.join(_URL_OPTIONS)})")
+        try:
+            options[key] = kind(values[-1])
+        except ValueError:
+            raise ValueError(f"bus URL {url!r}: {key}={values[-1]!r} is not a {kind.__name__}") from None
+    return parsed.netloc, options
 
 
 class KafkaBus:
@@ -83,12 +96,14 @@ class KafkaBus:
         self.session_timeout_ms = session_timeout_ms
         self._client: AIOKafkaClient | None = None
         self._coordinators: dict[str, int] = {}
+        #: the end of each partition as last seen (where the next end probe fetches from)
+        self._ends: dict[TP, int] = {}
         self._open: weakref.WeakSet[KafkaProducer | KafkaConsumer] = weakref.WeakSet()
 
     @classmethod
     def from_url(cls, url: str, **kwargs: Any) -> KafkaBus:
-        bootstrap, namespace = bootstrap_from_url(url)
-        return cls(bootstrap, namespace=kwargs.pop("namespace", namespace), **kwargs)
+        bootstrap, options = parse_bus_url(url)
+        return cls(bootstrap, **{**options, **kwargs})
 
     # -- names ---------------------------------------------------------------------
     def physical(self, name: str) -> str:
@@ -178,7 +193,10 @@ class KafkaBus:
 
     # -- offsets ---------------------------------------------------------------------
     async def end_offsets(self, tps: Sequence[TP]) -> dict[TP, int]:
-        """Each partition's high watermark, read from a Fetch response (see module doc)."""
+        """Each partition's high watermark, read from a Fetch response (see module doc).
+
+        The fetch asks from the end seen last time (ListOffsets the first time), so a
+        partition at its end answers with no records, only its high watermark."""
         by_leader: dict[int, list[TP]] = defaultdict(list)
         for tp in tps:
             leader = self.client.cluster.leader_for_partition(TopicPartition(self.physical(tp[0]), tp[1]))
@@ -188,8 +206,16 @@ class KafkaBus:
             by_leader[leader].append(tp)
         ends: dict[TP, int] = {}
         for leader, group in by_leader.items():
-            listed = await self._list_offsets(leader, group)
-            ends.update(await self._high_watermarks(leader, listed))
+            start = {tp: self._ends[tp] for tp in group if tp in self._ends}
+            unknown = [tp for tp in group if tp not in start]
+            if unknown:
+                start.update(await self._list_offsets(leader, unknown))
+            found, out_of_range = await self._high_watermarks(leader, start)
+            if out_of_range:  # the log is shorter than last seen (a broker that lost it): ask afresh
+                listed = await self._list_offsets(leader, out_of_range)
+                found.update((await self._high_watermarks(leader, listed))[0])
+            ends.update(found)
+        self._ends.update(ends)
         return ends
 
     async def _list_offsets(self, leader: int, tps: Sequence[TP]) -> dict[TP, int]:
@@ -206,9 +232,10 @@ class KafkaBus:
                 out[(self.logical(topic), partition)] = part[-1]
         return out
 
-    async def _high_watermarks(self, leader: int, listed: dict[TP, int]) -> dict[TP, int]:
+    async def _high_watermarks(self, leader: int, start: dict[TP, int]) -> tuple[dict[TP, int], list[TP]]:
         ends: dict[TP, int] = {}
-        want = dict(listed)
+        out_of_range: list[TP] = []
+        want = dict(start)
         for _ in range(5):
             if not want:
                 break
@@ -221,11 +248,16 @@ class KafkaBus:
             for topic, parts in response.topics:
                 for part in parts:
                     tp = (self.logical(topic), part[0])
-                    if tp in want and not part[1]:
+                    if tp not in want:
+                        continue
+                    if part[1] == _OFFSET_OUT_OF_RANGE:
+                        out_of_range.append(tp)
+                        del want[tp]
+                    elif not part[1]:
                         ends[tp] = max(part[2], want.pop(tp))
-        for tp, offset in want.items():  # never answered: ListOffsets is what we have
+        for tp, offset in want.items():  # never answered: the start is what we have
             ends[tp] = offset
-        return ends
+        return ends, out_of_range
 
     async def committed(self, group: str, tps: Sequence[TP]) -> dict[TP, int]:
         """The group's committed offsets (0 where it has none)."""
@@ -261,12 +293,13 @@ class KafkaBus:
         """Each group's uncommitted records, and the end offsets they were measured against."""
         topics = sorted({t for ts in groups.values() for t in ts})
         ends = await self.end_offsets(await self.topic_partitions(topics))
-        out: dict[str, int] = {}
-        for group, group_topics in groups.items():
-            tps = [tp for tp in ends if tp[0] in group_topics]
-            committed = await self.committed(group, tps)
-            out[group] = sum(max(ends[tp] - committed.get(tp, 0), 0) for tp in tps)
-        return out, ends
+        return await self._lags(groups, ends), ends
+
+    async def _lags(self, groups: Mapping[str, Sequence[str]], ends: dict[TP, int]) -> dict[str, int]:
+        names = list(groups)
+        tps = {g: [tp for tp in ends if tp[0] in groups[g]] for g in names}
+        committed = await asyncio.gather(*(self.committed(g, tps[g]) for g in names))
+        return {g: sum(max(ends[tp] - c.get(tp, 0), 0) for tp in tps[g]) for g, c in zip(names, committed, strict=True)}
 
     async def wait_idle(self, groups: Mapping[str, Sequence[str]], *, timeout: float = 60.0) -> None:
         """Idle: every group has committed the end of what it reads, and the ends read
@@ -275,17 +308,22 @@ class KafkaBus:
         deadline = loop.time() + timeout
         delay = 0.001
         lags: dict[str, int] = {}
+        topics = sorted({t for ts in groups.values() for t in ts})
+        caught_up: dict[TP, int] | None = None  # the ends every group had committed, last look
         while True:
             try:
-                lags, ends = await self.lag_by_group(groups)
-                if not any(lags.values()):
-                    again = await self.end_offsets(list(ends))
-                    if again == ends:
-                        return
+                ends = await self.end_offsets(await self.topic_partitions(topics))
+                if caught_up is not None and ends == caught_up:
+                    return
+                lags = await self._lags(groups, ends)
+                caught_up = None if any(lags.values()) else ends
                 delay = min(delay * 2, 0.02)
             except _AWAY as exc:  # broker away: keep waiting, within the timeout
                 log.warning("checking lag failed (%r); retrying", exc)
+                caught_up = None
                 delay = 1.0
+            if caught_up is not None:
+                continue  # look at the ends once more, at once
             if loop.time() + delay > deadline:
                 behind = ", ".join(f"{g} has {n} records to handle" for g, n in lags.items() if n)
                 raise BusTimeout(f"bus not idle after {timeout:g}s: {behind or 'broker unreachable'}")

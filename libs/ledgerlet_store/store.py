@@ -90,6 +90,7 @@ class EventStore:
         else:
             kwargs["pool_size"] = 5
             kwargs["max_overflow"] = 5
+            kwargs["pool_pre_ping"] = True  # a database restart leaves dead connections in the pool
             # asyncpg prepares statements; after five runs PostgreSQL may switch to a generic
             # plan, and for the id/version look-ups on a fast-growing, not-yet-analysed table
             # that plan is a sequential scan (appends fell from 20k/s to 600/s at 50k rows).

@@ -1,0 +1,180 @@
+"""Faults on the distributed stack: a service killed with SIGKILL and restarted, the
+broker restarted, PostgreSQL restarted, each in the middle of a scenario. Afterwards
+the run must have stored exactly the events the embedded run stores: no decision lost,
+none duplicated, nothing different.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from ledgerlet_services.catalog import service_names
+from ledgerlet_store.store import EventStore
+from tests.conftest import EXAMPLES, fresh_pg_database
+from tests.services.run_helpers import run_file
+from tests.support.brokers import Tansu, durable_tansu
+from tests.support.stack import LocalStack
+
+pytestmark = pytest.mark.distributed
+
+SCENARIO = EXAMPLES / "disk-pressure-fluentd.yaml"  # the longest example: 161 instants, 35 decisions
+SHORT_SCENARIO = Path(__file__).parents[1] / "data" / "scenarios" / "short-memory-pressure.yaml"
+
+Stored = tuple[str, str, int, tuple[int, ...], bytes]
+
+
+async def _stored(dsn: str, run: str) -> list[Stored]:
+    store = await EventStore.open(dsn)
+    try:
+        events = await store.read_run(run)
+    finally:
+        await store.close()
+    return [
+        (e.envelope.id, e.envelope.type, e.envelope.t, tuple(e.envelope.order), bytes(e.envelope.data)) for e in events
+    ]
+
+
+async def _count(dsn: str, run: str) -> int:
+    store = await EventStore.open(dsn, migrate=False)
+    try:
+        return await store.count(run)
+    finally:
+        await store.close()
+
+
+def _wait_until_stored(dsn: str, run: str, at_least: int, drive: subprocess.Popen[bytes], timeout: float = 120) -> None:
+    """Until the recorder has stored ``at_least`` of the run's events (mid-scenario)."""
+    deadline = time.monotonic() + timeout
+    while asyncio.run(_count(dsn, run)) < at_least:
+        assert drive.poll() is None, "the scenario finished before the fault could be injected"
+        assert time.monotonic() < deadline, "the run made no progress"
+        time.sleep(0.05)
+
+
+def _run_with_fault(
+    stack: LocalStack,
+    tmp_path: Path,
+    fault: Callable[[], None],
+    *,
+    at_fraction: float = 0.3,
+    scenario: Path = SCENARIO,
+) -> tuple[list[Stored], list[Stored], list[dict[str, object]], list[dict[str, object]]]:
+    run = f"fault-{uuid.uuid4().hex[:8]}"
+    embedded_dsn = f"sqlite:///{tmp_path / 'embedded.db'}"
+    embedded_log, _ = asyncio.run(run_file(scenario, embedded_dsn, run=run))
+    total = asyncio.run(_count(embedded_dsn, run))
+    out = tmp_path / "distributed.jsonl"
+    drive = stack.drive(scenario, out, run_id=run)
+    try:
+        _wait_until_stored(stack.store_dsn, run, int(total * at_fraction), drive)
+        fault()
+        stack.finish(drive, run)
+    finally:
+        if drive.poll() is None:
+            drive.kill()
+
+    distributed_log = [json.loads(line) for line in out.read_text().splitlines()]
+    return (
+        asyncio.run(_stored(embedded_dsn, run)),
+        asyncio.run(_stored(stack.store_dsn, run)),
+        embedded_log,
+        distributed_log,
+    )
+
+
+def _assert_same(embedded: list[Stored], distributed: list[Stored]) -> None:
+    ids = [e[0] for e in distributed]
+    assert len(ids) == len(set(ids)), "an event was stored twice"
+    missing = {e[1] for e in set(embedded) - set(distributed)}
+    extra = {e[1] for e in set(distributed) - set(embedded)}
+    assert not missing and not extra, f"lost: {missing or '-'}; not in the embedded run: {extra or '-'}"
+    assert distributed == embedded
+
+
+@pytest.fixture
+def stack(kafka_bootstrap: str, pg_server: str, tmp_path: Path) -> Iterator[LocalStack]:
+    with fresh_pg_database() as dsn:
+        s = LocalStack(f"kafka://{kafka_bootstrap}?namespace=f{uuid.uuid4().hex[:8]}", dsn, tmp_path / "stack")
+        s.start()
+        try:
+            yield s
+        finally:
+            s.stop()
+
+
+def test_eviction_manager_killed_mid_scenario_and_restarted(stack: LocalStack, tmp_path: Path) -> None:
+    def kill_and_restart() -> None:
+        assert stack.kill("eviction-manager") == -9
+        time.sleep(1.0)  # the clock waits: the eviction manager has events it has not handled
+        stack.start_service("eviction-manager")
+
+    embedded, distributed, log_e, log_d = _run_with_fault(stack, tmp_path, kill_and_restart)
+    _assert_same(embedded, distributed)
+    assert log_d == log_e
+    assert "rebuilt state from" in stack.tail("eviction-manager", 200)
+
+
+def test_every_control_loop_killed_at_once_and_restarted(stack: LocalStack, tmp_path: Path) -> None:
+    def kill_all() -> None:
+        for name in ("stats-collector", "eviction-manager", "controller-manager", "event-recorder"):
+            stack.kill(name)
+        for name in ("stats-collector", "eviction-manager", "controller-manager", "event-recorder"):
+            stack.start_service(name)
+
+    embedded, distributed, log_e, log_d = _run_with_fault(stack, tmp_path, kill_all, at_fraction=0.5)
+    _assert_same(embedded, distributed)
+    assert log_d == log_e
+
+
+def test_postgresql_restarted_mid_scenario(stack: LocalStack, tmp_path: Path) -> None:
+    version = subprocess.run(["ls", "/etc/postgresql"], capture_output=True, text=True).stdout.split()
+    if not version:
+        pytest.skip("no local PostgreSQL cluster to restart (pg_ctlcluster)")
+
+    def pg_ctl(action: str) -> None:
+        command = ["pg_ctlcluster", "--skip-systemctl-redirect", version[0], "main", action]
+        subprocess.run([*command, "-m", "fast"] if action == "stop" else command, check=True, capture_output=True)
+
+    def restart_postgres() -> None:
+        pg_ctl("stop")
+        try:
+            time.sleep(2.0)  # the recorder cannot store meanwhile; the others go on
+        finally:
+            pg_ctl("start")
+
+    embedded, distributed, log_e, log_d = _run_with_fault(stack, tmp_path, restart_postgres)
+    _assert_same(embedded, distributed)
+    assert log_d == log_e
+    assert "retrying" in stack.tail("event-recorder", 2000), "the recorder never saw the database go"
+
+
+def test_broker_restarted_mid_scenario(pg_server: str, tmp_path: Path) -> None:
+    with durable_tansu() as broker, fresh_pg_database() as dsn:
+        # Tansu keeps topics and committed offsets in S3 (moto) here, so they survive the
+        # restart; every request is slower, and each fetch lists a partition's batches, so
+        # consumers poll less often and the scenario is a short one (OOM kills, an eviction).
+        stack = LocalStack(f"{broker.url}?fetch_wait_ms=100", dsn, tmp_path / "stack").start()
+        try:
+
+            def restart_broker(b: Tansu = broker) -> None:
+                b.stop()  # SIGKILL
+                time.sleep(2.0)  # down for a while: producers, consumers and the clock retry
+                b.start()  # on the same port, with the same storage
+
+            embedded, distributed, log_e, log_d = _run_with_fault(
+                stack, tmp_path, restart_broker, scenario=SHORT_SCENARIO, at_fraction=0.4
+            )
+        finally:
+            stack.stop()
+        _assert_same(embedded, distributed)
+        assert log_d == log_e
+        logs = [stack.tail(n, 2000) for n in service_names()]
+        assert all("Connect call failed" in log for log in logs), "a service did not see the broker go"
