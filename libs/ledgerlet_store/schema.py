@@ -29,7 +29,19 @@ events = sa.Table(
     sa.Column("recorded_at", sa.DateTime(timezone=True), nullable=False),
     sa.UniqueConstraint("stream", "version", name="uq_events_stream_version"),
 )
-sa.Index("ix_events_run_type_t", events.c.run, events.c.type, events.c.t)
-sa.Index("ix_events_run_kind_t_order", events.c.run, events.c.kind, events.c.t, events.c.order_key)
-sa.Index("ix_events_run_node_t", events.c.run, events.c.node, events.c.t)
-sa.Index("ix_events_run_pod_t", events.c.run, events.c.pod, events.c.t)
+# Partial indexes (migration 0002): internal events are read by stream or position only.
+_DECISIONS = sa.text("kind = 'decision'")
+_NOT_INTERNAL = sa.text("kind <> 'internal'")
+_WITH_POD = sa.text("pod IS NOT NULL")
+_RUN_STARTS = sa.text("type = 'ScenarioStarted'")
+
+
+def _partial(name: str, where: sa.TextClause, *columns: sa.Column[object]) -> sa.Index:
+    return sa.Index(name, *columns, postgresql_where=where, sqlite_where=where)
+
+
+_partial("ix_events_decisions", _DECISIONS, events.c.run, events.c.t, events.c.order_key)
+_partial("ix_events_run_type_t", _NOT_INTERNAL, events.c.run, events.c.type, events.c.t)
+_partial("ix_events_run_node_t", _NOT_INTERNAL, events.c.run, events.c.node, events.c.t)
+_partial("ix_events_run_pod_t", _WITH_POD, events.c.run, events.c.pod, events.c.t)
+_partial("ix_events_run_starts", _RUN_STARTS, events.c.position)
