@@ -36,13 +36,14 @@ imports: $(STAMP)
 contracts: $(STAMP)
 	$(BIN)/ledgerlet contracts --check
 
-## bench: store appends/s, one eviction decision, the embedded run's rate, keeping up with 5,000 nodes
+## bench: store appends/s, one eviction decision, the embedded run's rate, keeping up with 5,000 nodes, end to end on Kafka + PostgreSQL
 bench: $(STAMP)
 	mkdir -p $(OUT)
 	$(BIN)/python bench/bench_store.py --out $(OUT)
 	$(BIN)/python bench/bench_decision.py
 	$(BIN)/python bench/bench_run.py --out $(OUT)
 	$(BIN)/python bench/bench_keepup.py --out $(OUT)
+	$(BIN)/python bench/bench_distributed.py --out $(OUT)
 
 ## up: the local stack (needs a Docker engine)
 up:

@@ -7,6 +7,7 @@ never read a clock. The shell (:mod:`ledgerlet_services.shell`) does all I/O.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from typing import ClassVar
 
 from ledgerlet_core.contracts.envelope import Envelope
@@ -21,5 +22,9 @@ class Service(ABC):
     topics: ClassVar[tuple[str, ...]]
 
     @abstractmethod
-    def handle(self, env: Envelope, out: Emitter) -> None:
-        """Fold ``env`` into state; emit decisions and follow-up events through ``out``."""
+    def handle(self, env: Envelope, out: Emitter) -> Iterator[None] | None:
+        """Fold ``env`` into state; emit decisions and follow-up events through ``out``.
+
+        A handler with a long pass to make (every node at a housekeeping tick) may be a
+        generator that yields now and then: the shell sends what it emitted so far
+        while it goes on, so other services can start on it."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import logging
 import os
 import signal
@@ -249,6 +250,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console(stderr=False)
     if not console.is_terminal:
         console.width = max(console.width, 120)  # logs and pipes: do not squeeze the tables
+    if args.command in ("run", "service"):
+        # Services hold hundreds of thousands of long-lived objects (pods, plans); the
+        # default thresholds run the cyclic collector over all of them again and again
+        # while they are built (a quarter of start-up at 110,000 pods).
+        gc.set_threshold(50_000, 20, 100)
     if args.command == "run":
         return asyncio.run(_run(args, console))
     if args.command == "drive":

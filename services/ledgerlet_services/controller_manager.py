@@ -10,6 +10,7 @@ later in the scenario for one it must create.
 
 from __future__ import annotations
 
+import heapq
 from dataclasses import dataclass, field
 
 from ledgerlet_core.codec import convert, object_builtins
@@ -70,6 +71,14 @@ class _Owner:
     retry_at: dict[str, int] = field(default_factory=dict)
     #: pods gone or failed that the next pods replace, in the order they ended
     to_replace: list[tuple[tuple[int, tuple[int, ...]], str]] = field(default_factory=list)
+    #: a DaemonSet's pods by node
+    by_node: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, pod: Pod) -> None:
+        if pod.key not in self.pods:
+            self.pods.append(pod.key)
+            if pod.spec.node_name:
+                self.by_node.setdefault(pod.spec.node_name, []).append(pod.key)
 
 
 class ControllerManager(Service):
@@ -83,7 +92,13 @@ class ControllerManager(Service):
         self.owners: dict[str, _Owner] = {}
         self.pods: dict[str, _Pod] = {}
         self.timers = Timers(self.name)
-        self._dirty = False
+        #: what the next sync looks at: everything, or these owners (a DaemonSet: these nodes)
+        self._dirty_all = False
+        self._dirty: dict[str, set[str] | None] = {}
+        #: retries by when they are due: (at, owner, node or "")
+        self._due: list[tuple[int, str, str]] = []
+        self._node_order: dict[str, int] = {}
+        self._nodes_seen = 0
 
     def handle(self, env: Envelope, out: Emitter) -> None:
         handler = getattr(self, f"_on_{env.type}", None)
@@ -98,6 +113,9 @@ class ControllerManager(Service):
         kind = data.object.get("kind")
         if kind == "Node":
             node = convert(data.object, Node)
+            if node.metadata.name not in self.nodes:
+                self._node_order[node.metadata.name] = self._nodes_seen
+                self._nodes_seen += 1
             self.nodes[node.metadata.name] = node
         elif kind == "PriorityClass":
             pc = convert(data.object, PriorityClass)
@@ -108,8 +126,19 @@ class ControllerManager(Service):
             self._adopt(convert(data.object, Pod))
         else:
             return
-        self._dirty = True
+        self._dirty_all = True
         self._wake(env.t, out)
+
+    def _mark(self, key: str, node: str | None = None) -> None:
+        """Sync this owner at the next tick (a DaemonSet: on ``node``; None: everywhere)."""
+        if key in self._dirty and self._dirty[key] is None:
+            return
+        if node is None:
+            self._dirty[key] = None
+        else:
+            nodes = self._dirty.setdefault(key, set())
+            assert nodes is not None
+            nodes.add(node)
 
     def _workload(self, w: Workload) -> None:
         key = owner_key(w.metadata.namespace, w.kind, w.metadata.name)
@@ -125,8 +154,8 @@ class ControllerManager(Service):
         if existing is None:
             self.owners[key] = _Owner(w, top)
             for p in self.pods.values():  # pods listed before their owner
-                if p.owner == key and p.pod.key not in self.owners[key].pods:
-                    self.owners[key].pods.append(p.pod.key)
+                if p.owner == key:
+                    self.owners[key].add(p.pod)
         else:
             existing.workload = w
 
@@ -138,8 +167,8 @@ class ControllerManager(Service):
         terminal = pod.status.phase in ("Succeeded", "Failed")
         self.pods[pod.key] = _Pod(pod, key, FAILED if terminal else "active", running=pod.status.phase == "Running")
         owner = self.owners.get(key)
-        if owner is not None and pod.key not in owner.pods:
-            owner.pods.append(pod.key)
+        if owner is not None:
+            owner.add(pod)
 
     def _on_ObjectDeleted(self, env: Envelope, data: inp.ObjectDeleted, out: Emitter) -> None:
         if data.kind in Workload.KINDS:
@@ -148,6 +177,7 @@ class ControllerManager(Service):
                 del self.owners[key]
         elif data.kind == "Node":
             self.nodes.pop(data.name, None)
+            self._node_order.pop(data.name, None)
 
     # -- how pods end --------------------------------------------------------------------
     def _ended(self, pod_key: str | None, state: str, env: Envelope, out: Emitter) -> None:
@@ -170,13 +200,14 @@ class ControllerManager(Service):
                 else (JOB_BACKOFF_INITIAL, JOB_BACKOFF_MAX)
             )
             owner.retry_at[slot] = env.t + backoff(initial, maximum, n)
+            heapq.heappush(self._due, (owner.retry_at[slot], p.owner, slot))
             self._wake(owner.retry_at[slot], out)
         # a StatefulSet replaces a pod under its own name, so only once it is gone
         replaceable = (first_end and kind != "StatefulSet") or (state == GONE and kind == "StatefulSet")
         if replaceable and all(k != p.pod.key for _, k in owner.to_replace):
             owner.to_replace.append((env.sort_key(), p.pod.key))
             owner.to_replace.sort()  # by when they ended, however the events were consumed
-        self._dirty = True
+        self._mark(p.owner, p.pod.spec.node_name if kind == "DaemonSet" else None)
         self._wake(env.t, out)
 
     def _on_PodEvicted(self, env: Envelope, data: dec.PodEvicted, out: Emitter) -> None:
@@ -198,30 +229,45 @@ class ControllerManager(Service):
         if p is not None and p.pod.metadata.uid == data.uid:
             p.running = True
             if self.owners.get(p.owner) is not None and self.owners[p.owner].workload.kind == "StatefulSet":
-                self._dirty = True  # OrderedReady: the next ordinal may go now
+                self._mark(p.owner)  # OrderedReady: the next ordinal may go now
                 self._wake(env.t, out)
 
     # -- the work, once the instant's inputs are in -------------------------------------------
     def _on_ClockTick(self, env: Envelope, data: ClockTick, out: Emitter) -> None:
         self.timers.fired(env.t, data.phase)
-        if data.phase != PHASE_TIMERS or not (self._dirty or self._retries_due(env.t)):
+        if data.phase != PHASE_TIMERS:
             return
-        self._dirty = False
+        while self._due and self._due[0][0] <= env.t:
+            _, key, slot = heapq.heappop(self._due)
+            owner = self.owners.get(key)
+            if owner is not None:
+                self._mark(key, slot if owner.workload.kind == "DaemonSet" else None)
+        if not (self._dirty_all or self._dirty):
+            return
+        everything, dirty = self._dirty_all, self._dirty
+        self._dirty_all, self._dirty = False, {}
         for key, owner in list(self.owners.items()):
-            self._sync(key, owner, env, out)
+            if everything:
+                self._sync(key, owner, env, out, None)
+            elif key in dirty:
+                self._sync(key, owner, env, out, dirty[key])
 
-    def _retries_due(self, now: int) -> bool:
-        return any(at <= now for o in self.owners.values() for at in o.retry_at.values())
+    def _runs_on(self, owner: _Owner, node: str) -> bool:
+        return any(self.pods[k].state == "active" for k in owner.by_node.get(node, ()) if k in self.pods)
 
     def _active(self, owner: _Owner) -> list[_Pod]:
         return [self.pods[k] for k in owner.pods if k in self.pods and self.pods[k].state == "active"]
 
-    def _sync(self, key: str, owner: _Owner, env: Envelope, out: Emitter) -> None:
+    def _sync(self, key: str, owner: _Owner, env: Envelope, out: Emitter, only: set[str] | None) -> None:
+        """Create what the owner lacks (``only``: a DaemonSet looks at these nodes alone,
+        in the order it looks at all of them)."""
         w = owner.workload
         if w.kind == "DaemonSet":
-            running = {p.pod.spec.node_name for p in self._active(owner)}
-            for node_name, node in self.nodes.items():
-                if node_name in running or not node_runs_daemon(w, node):
+            order = self._node_order
+            names = list(self.nodes) if only is None else sorted(only & self.nodes.keys(), key=lambda n: order[n])
+            for node_name in names:
+                node = self.nodes[node_name]
+                if self._runs_on(owner, node_name) or not node_runs_daemon(w, node):
                     continue
                 if owner.retry_at.get(node_name, 0) > env.t:
                     continue
@@ -273,8 +319,7 @@ class ControllerManager(Service):
             )
             return
         self.pods[pod.key] = _Pod(pod, key)
-        if pod.key not in owner.pods:
-            owner.pods.append(pod.key)
+        owner.add(pod)
         out.emit(DECISIONS, ObjectCreated(object=object_builtins(pod), owner=owner.top), node=node or None, pod=pod.key)
         if replaces is not None:
             old = self.pods[replaces].pod

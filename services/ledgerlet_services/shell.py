@@ -19,10 +19,11 @@ event keys), so the rebuilt state is the state the service had.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ledgerlet_bus.api import Bus, BusUnavailable, CommitRejected, Consumer, Producer, Record, TopicPartition
@@ -108,8 +109,11 @@ class ServiceRunner:
                 if not records:
                     continue
                 began = time.perf_counter()
-                outgoing = self.handle_records(records)
-                if not await self._publish(producer, outgoing):
+                outgoing: list[Outgoing] = []
+                streamed: set[int] = set()
+                for chunk in self._batch(records, outgoing):
+                    await self._stream(producer, chunk, streamed)
+                if not await self._publish(producer, outgoing, streamed):
                     return  # stopping: the batch is not committed and will be handled again
                 self.telemetry.batch_done(self.name, outgoing, time.perf_counter() - began)
                 self.stats.events_out += len(outgoing)
@@ -147,7 +151,8 @@ class ServiceRunner:
         live = sorted((e for e in envelopes.values() if e.run not in ended), key=Envelope.sort_key)
         for env in live:
             self._seen.seen(env.id)
-            self._handle(env, None)  # the output was published the first time
+            for _ in self._handle(env, None):  # the output was published the first time
+                pass
         for run in sorted(ended):
             self._ended_run(run)
         self.stats.rebuilt = len(live)
@@ -155,8 +160,17 @@ class ServiceRunner:
         return len(live)
 
     def handle_records(self, records: list[Record]) -> list[Outgoing]:
-        """Handle a batch in causal order; hold back events whose root step has not
-        been handled yet (see :func:`root_of`)."""
+        """Handle a batch; what it emitted (see :meth:`_batch`)."""
+        outgoing: list[Outgoing] = []
+        for _ in self._batch(records, outgoing):
+            pass
+        return outgoing
+
+    def _batch(self, records: list[Record], outgoing: list[Outgoing]) -> Iterator[list[Outgoing]]:
+        """Handle a batch in causal order, holding back events whose root step has not
+        been handled yet (see :func:`root_of`). Everything emitted goes to ``outgoing``;
+        what a long handler emitted so far is also yielded as it goes, so it can be
+        sent while the handler works on (a pass over thousands of nodes)."""
         self.stats.batches += 1
         fresh: list[_Held] = []
         for rec in records:
@@ -167,10 +181,9 @@ class ServiceRunner:
             fresh.append(_Held(env.sort_key(), env, rec))
         self.telemetry.events_in(self.name, len(records))
         if not fresh and not self._held:
-            return []
+            return
         pending = sorted([*self._held, *fresh], key=lambda h: h.key)
         self._held = []
-        outgoing: list[Outgoing] = []
         for item in pending:
             env = item.env
             root = root_of(env)
@@ -179,11 +192,13 @@ class ServiceRunner:
                 if done is None or root > done:
                     self._held.append(item)
                     continue
-            self._handle(env, outgoing, item.record.headers)
-        return outgoing
+            yield from self._handle(env, outgoing, item.record.headers)
 
-    def _handle(self, env: Envelope, outgoing: list[Outgoing] | None, headers: Headers = ()) -> None:
-        """Handle one event; its output goes to ``outgoing`` (None: thrown away)."""
+    def _handle(
+        self, env: Envelope, outgoing: list[Outgoing] | None, headers: Headers = ()
+    ) -> Iterator[list[Outgoing]]:
+        """Handle one event; its output goes to ``outgoing`` (None: thrown away). A
+        handler that yields (a long pass) has what it emitted so far yielded on."""
         svc = self.instance(env.run)
         if svc is None:
             return
@@ -193,14 +208,21 @@ class ServiceRunner:
         if outgoing is not None:
             self.stats.events_in += 1
             self.stats.by_type[env.type] = self.stats.by_type.get(env.type, 0) + 1
-        if outgoing is not None and self.telemetry.tracing:
-            with self.telemetry.handling(self.name, env, headers) as out_headers:
-                svc.handle(env, emitter)
-            for o in emitter.out:
-                o.headers = out_headers
-        else:
-            svc.handle(env, emitter)
+        tracing = outgoing is not None and self.telemetry.tracing
+        span = self.telemetry.handling(self.name, env, headers) if tracing else contextlib.nullcontext(())
+        done = 0
+        with span as out_headers:
+            steps = svc.handle(env, emitter)
+            for _ in steps or ():
+                if outgoing is not None and len(emitter.out) > done:
+                    chunk = emitter.out[done:]
+                    done = len(emitter.out)
+                    for o in chunk:
+                        o.headers = out_headers
+                    yield chunk
         if outgoing is not None:
+            for o in emitter.out[done:]:
+                o.headers = out_headers
             outgoing.extend(emitter.out)
         if env.type == "ScenarioEnded":
             self._ended_run(env.run)
@@ -222,19 +244,32 @@ class ServiceRunner:
         return offsets
 
     # -- I/O -----------------------------------------------------------------------
-    async def _publish(self, producer: Producer, outgoing: list[Outgoing]) -> bool:
-        """Send and flush, again and again while the bus is away. False if told to stop."""
-        if not outgoing:
+    async def _stream(self, producer: Producer, chunk: list[Outgoing], streamed: set[int]) -> None:
+        """Send part of a batch's output early (acknowledged with the rest, by the flush)."""
+        try:
+            for o in chunk:
+                await producer.send(o.topic, encode_envelope(o.envelope), key=o.key, headers=o.headers)
+                streamed.add(id(o))
+        except BusUnavailable:
+            pass  # _publish sends it again
+
+    async def _publish(self, producer: Producer, outgoing: list[Outgoing], streamed: set[int] | None = None) -> bool:
+        """Send (what was not streamed) and flush; while the bus is away, send everything
+        again and again. False if told to stop."""
+        if not outgoing and not streamed:
             return True
-        encoded = [(o.topic, encode_envelope(o.envelope), o.key, o.headers) for o in outgoing]
+        first = [o for o in outgoing if id(o) not in (streamed or ())]
+        tries = 0
 
         async def attempt() -> None:
-            for topic, value, key, headers in encoded:
-                await producer.send(topic, value, key=key, headers=headers)
+            nonlocal tries
+            tries += 1
+            for o in first if tries == 1 else outgoing:
+                await producer.send(o.topic, encode_envelope(o.envelope), key=o.key, headers=o.headers)
             await producer.flush()
 
         publishing = asyncio.create_task(
-            with_backoff(f"{self.name}: publishing {len(encoded)} events", attempt, retry_on=(BusUnavailable,))
+            with_backoff(f"{self.name}: publishing {len(outgoing)} events", attempt, retry_on=(BusUnavailable,))
         )
         stopping = asyncio.create_task(self._stop.wait())
         done, _ = await asyncio.wait([publishing, stopping], return_when=asyncio.FIRST_COMPLETED)

@@ -1,0 +1,63 @@
+"""The service shell: streaming a long handler's output, and a batch's commit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import ClassVar
+
+from ledgerlet_bus.api import Record
+from ledgerlet_bus.memory import MemoryBus
+from ledgerlet_core.contracts.envelope import Envelope, encode_envelope
+from ledgerlet_core.contracts.internal import ClockTick, TimerSet
+from ledgerlet_core.contracts.registry import make_envelope
+from ledgerlet_services.base import Service
+from ledgerlet_services.emitter import Emitter, Outgoing
+from ledgerlet_services.shell import ServiceRunner
+
+
+class _Pass(Service):
+    """Emits one event per 'node', yielding after each, as the collector does."""
+
+    name: ClassVar[str] = "pass"
+    rank: ClassVar[int] = 99
+    topics: ClassVar[tuple[str, ...]] = ("ledgerlet.clock",)
+
+    def handle(self, env: Envelope, out: Emitter) -> Iterator[None]:
+        for n in range(3):
+            out.emit("ledgerlet.timers", TimerSet(at=n, owner="pass", phase=0), node=f"n{n}")
+            yield
+
+
+def _tick(offset: int) -> Record:
+    env = make_envelope(ClockTick(round=0, phase=1), run="r", t=10, order=[1, 0], stream="clock")
+    return Record("ledgerlet.clock", 0, offset, b"clock", encode_envelope(env))
+
+
+def test_a_yielding_handler_has_its_output_streamed_in_order() -> None:
+    runner = ServiceRunner(MemoryBus(), _Pass)
+    outgoing: list[Outgoing] = []
+    chunks = list(runner._batch([_tick(0)], outgoing))
+    assert [[o.envelope.node for o in c] for c in chunks] == [["n0"], ["n1"], ["n2"]]
+    assert [o.envelope.node for o in outgoing] == ["n0", "n1", "n2"]
+    # order keys follow emission, whatever was streamed
+    assert [o.envelope.order for o in outgoing] == [[1, 0, 99, 0], [1, 0, 99, 1], [1, 0, 99, 2]]
+
+
+async def test_streamed_output_is_published_once_and_acknowledged_before_the_commit() -> None:
+    bus = MemoryBus(retain=True)
+    runner = ServiceRunner(bus, _Pass)
+    producer = bus.producer()
+    p = bus.producer()
+    env = make_envelope(ClockTick(round=0, phase=1), run="r", t=10, order=[1, 0], stream="clock")
+    await p.send("ledgerlet.clock", encode_envelope(env), key=b"clock")
+    await p.flush()
+    consumer = bus.consumer("pass", ["ledgerlet.clock"], whole=True)
+    records = await consumer.getmany(timeout=0.1)
+    outgoing: list[Outgoing] = []
+    streamed: set[int] = set()
+    for chunk in runner._batch(records, outgoing):
+        await runner._stream(producer, chunk, streamed)
+    assert len(streamed) == 3
+    assert await runner._publish(producer, outgoing, streamed)
+    sent = bus._topics["ledgerlet.timers"]
+    assert sum(len(part.records) for part in sent) == 3  # streamed ones are not sent again
