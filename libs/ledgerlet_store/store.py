@@ -31,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import INTERNAL_TYPES
-from ledgerlet_core.contracts.registry import INTERNAL
+from ledgerlet_core.contracts.registry import DECISION, INTERNAL
 from ledgerlet_store.dsn import async_url, describe
 from ledgerlet_store.schema import events
 
@@ -329,6 +329,92 @@ class EventStore:
             for r in rows:
                 yield r
             last = rows[-1].position
+
+    async def get_events(self, ids: Sequence[str]) -> list[StoredEvent]:
+        """Events by id (a decision's causes), in position order; unknown ids are left out."""
+        out: list[StoredEvent] = []
+        wanted = list(dict.fromkeys(ids))
+        for i in range(0, len(wanted), 500):
+            q = sa.select(events).where(events.c.event_id.in_(wanted[i : i + 500]))
+            out.extend(await self._fetch(q))
+        return sorted(out, key=lambda e: e.position)
+
+    async def list_decisions(
+        self,
+        run: str,
+        *,
+        types: Sequence[str] = (),
+        node: str | None = None,
+        pod: str | None = None,
+        t_from: int | None = None,
+        t_to: int | None = None,
+        after: tuple[int, str, int] | None = None,
+        limit: int = 100,
+    ) -> list[StoredEvent]:
+        """A page of a run's decisions in decision order, after the keyset cursor
+        ``(t, order_key, position)`` of the previous page's last decision."""
+        q = sa.select(events).where(events.c.run == run, events.c.kind == sa.literal(DECISION, literal_execute=True))
+        if types:
+            q = q.where(events.c.type.in_(list(types)))
+        if node is not None:
+            q = q.where(events.c.node == node)
+        if pod is not None:
+            q = q.where(events.c.pod == pod)
+        if t_from is not None:
+            q = q.where(events.c.t >= t_from)
+        if t_to is not None:
+            q = q.where(events.c.t <= t_to)
+        if after is not None:
+            t, key, position = after
+            q = q.where(
+                sa.tuple_(events.c.t, events.c.order_key, events.c.position)
+                > sa.tuple_(sa.literal(t), sa.literal(key), sa.literal(position))
+            )
+        q = q.order_by(events.c.t, events.c.order_key, events.c.position).limit(limit)
+        return await self._fetch(q)
+
+    async def read_pod(self, run: str, pod: str) -> list[StoredEvent]:
+        """Everything recorded about one pod (``namespace/name``), in decision order."""
+        q = sa.select(events).where(events.c.run == run, events.c.pod == pod)
+        return await self._fetch(q.order_by(events.c.t, events.c.order_key))
+
+    async def read_node(
+        self,
+        run: str,
+        node: str,
+        *,
+        t_from: int | None = None,
+        t_to: int | None = None,
+        types: Sequence[str] = (),
+        limit: int | None = None,
+    ) -> list[StoredEvent]:
+        """A node's inputs and decisions (not internal events), in decision order."""
+        q = sa.select(events).where(
+            events.c.run == run,
+            events.c.node == node,
+            events.c.kind != sa.literal(INTERNAL, literal_execute=True),
+        )
+        if types:
+            q = q.where(events.c.type.in_(list(types)))
+        if t_from is not None:
+            q = q.where(events.c.t >= t_from)
+        if t_to is not None:
+            q = q.where(events.c.t <= t_to)
+        q = q.order_by(events.c.t, events.c.order_key)
+        return await self._fetch(q.limit(limit) if limit else q)
+
+    async def read_stream_window(
+        self, run: str, stream: str, *, types: Sequence[str] = (), t_from: int | None = None, t_to: int | None = None
+    ) -> list[StoredEvent]:
+        """One stream's events of some types in a time window (a node's observations)."""
+        q = sa.select(events).where(events.c.stream == stream_id(run, stream))
+        if types:
+            q = q.where(events.c.type.in_(list(types)))
+        if t_from is not None:
+            q = q.where(events.c.t >= t_from)
+        if t_to is not None:
+            q = q.where(events.c.t <= t_to)
+        return await self._fetch(q.order_by(events.c.t, events.c.order_key))
 
     async def runs(self) -> list[tuple[str, datetime]]:
         """Runs in the store, newest first (by when their ScenarioStarted was recorded)."""

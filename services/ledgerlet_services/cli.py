@@ -20,6 +20,9 @@ from ledgerlet_core.duration import SECOND
 from ledgerlet_core.errors import InputError
 from ledgerlet_core.scenario import Scenario, load_scenario
 from ledgerlet_services.catalog import service_names
+from ledgerlet_services.cli_postmortem import COMMANDS as POSTMORTEM_COMMANDS
+from ledgerlet_services.cli_postmortem import add_parsers as add_postmortem_parsers
+from ledgerlet_services.cli_postmortem import dispatch as dispatch_postmortem
 from ledgerlet_services.distributed import (
     DEFAULT_PARTITIONS,
     Heartbeat,
@@ -84,6 +87,8 @@ def _parser() -> argparse.ArgumentParser:
     health = sub.add_parser("health", help="exit 0 if the named service's loop turned recently (health checks)")
     health.add_argument("name", choices=service_names())
     health.add_argument("--max-age", type=float, default=30.0, help="seconds (default 30)")
+
+    add_postmortem_parsers(sub)
 
     contracts = sub.add_parser("contracts", help="write or check the JSON Schemas in contracts/")
     contracts.add_argument("--dir", type=Path, default=Path("contracts"))
@@ -265,6 +270,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK if is_healthy(args.name, args.max_age) else EXIT_FAILED
     if args.command == "contracts":
         return _contracts(args, console)
+    if args.command in POSTMORTEM_COMMANDS:
+        return dispatch_postmortem(args, console)
     return EXIT_FAILED
 
 

@@ -10,16 +10,17 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ledgerlet_bus.memory import MemoryBus
+from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.registry import DECISION
 from ledgerlet_core.feed import scenario_feed
 from ledgerlet_core.scenario import Scenario
 from ledgerlet_services.catalog import CONTROL_LOOPS
 from ledgerlet_services.driver import Driver, DriverStats
-from ledgerlet_services.recorder import RecorderRunner
+from ledgerlet_services.recorder import EventSink, RecorderRunner
 from ledgerlet_services.shell import ServiceRunner
 from ledgerlet_services.telemetry import Telemetry
 from ledgerlet_services.topics import ALL_TOPICS, topic_specs
@@ -57,16 +58,62 @@ async def run_embedded(
 ) -> RunResult:
     run_id = run or new_run_id()
     began = time.perf_counter()
+    outcome = await run_feed(
+        scenario_feed(scenario, run_id),
+        store,
+        run=run_id,
+        duration=scenario.duration,
+        progress=progress,
+        partitions=partitions,
+        full_observations=full_observations,
+        telemetry=telemetry,
+        bus=bus,
+    )
+    decisions = await store.read_run(run_id, kind=DECISION)
+    return RunResult(
+        run=run_id,
+        decisions=decisions,
+        driver=outcome.driver,
+        events_stored=outcome.events_stored,
+        wall_seconds=time.perf_counter() - began,
+        service_events=outcome.service_events,
+    )
+
+
+@dataclass
+class FeedOutcome:
+    driver: DriverStats
+    events_stored: int
+    service_events: dict[str, int]
+
+
+async def run_feed(
+    feed: Sequence[Envelope],
+    sink: EventSink,
+    *,
+    run: str,
+    duration: int,
+    progress: Callable[[int], None] | None = None,
+    partitions: int = 4,
+    full_observations: bool = False,
+    telemetry: Telemetry | None = None,
+    bus: MemoryBus | None = None,
+) -> FeedOutcome:
+    """Drive a run's input events through every control loop; everything lands in ``sink``.
+
+    ``ledgerlet run`` feeds a scenario's inputs and stores; replay and what-if feed the
+    inputs a store recorded and collect what the loops derive, to compare.
+    """
     bus = bus or MemoryBus()
     await bus.create_topics(topic_specs(partitions))
     runners = [ServiceRunner(bus, kind, telemetry=telemetry) for kind in CONTROL_LOOPS]
-    recorder = RecorderRunner(bus, store, full_observations=full_observations, telemetry=telemetry)
+    recorder = RecorderRunner(bus, sink, full_observations=full_observations, telemetry=telemetry)
     groups = {r.group: list(r.topics) for r in runners}
     driver = Driver(
         bus,
-        scenario_feed(scenario, run_id),
-        run=run_id,
-        duration=scenario.duration,
+        feed,
+        run=run,
+        duration=duration,
         groups=groups,
         progress=progress,
         telemetry=telemetry,
@@ -92,13 +139,9 @@ async def run_embedded(
                 task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-    decisions = await store.read_run(run_id, kind=DECISION)
-    return RunResult(
-        run=run_id,
-        decisions=decisions,
+    return FeedOutcome(
         driver=driver.stats,
         events_stored=recorder.appended,
-        wall_seconds=time.perf_counter() - began,
         service_events={r.group: r.stats.events_in for r in runners},
     )
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import msgspec
 from sqlalchemy.exc import SQLAlchemyError
@@ -22,7 +23,7 @@ from ledgerlet_core.contracts.internal import compact_observation_json
 from ledgerlet_services.shell import next_offsets
 from ledgerlet_services.telemetry import Telemetry
 from ledgerlet_services.topics import ALL_TOPICS
-from ledgerlet_store.store import EventStore, StoreError
+from ledgerlet_store.store import StoreError
 
 log = logging.getLogger(__name__)
 
@@ -32,13 +33,32 @@ NAME = "event-recorder"
 _STORE_AWAY = (SQLAlchemyError, StoreError, OSError, asyncio.TimeoutError)
 
 
+class EventSink(Protocol):
+    """Where the recorder puts what it consumes: the event store, or a list (replay)."""
+
+    async def append_batch(self, envelopes: Sequence[Envelope]) -> int: ...
+
+
+class CollectingSink:
+    """Keeps every event in memory, by id (a re-derivation that is compared, not stored)."""
+
+    def __init__(self) -> None:
+        self.events: dict[str, Envelope] = {}
+
+    async def append_batch(self, envelopes: Sequence[Envelope]) -> int:
+        before = len(self.events)
+        for env in envelopes:
+            self.events.setdefault(env.id, env)
+        return len(self.events) - before
+
+
 class RecorderRunner:
     name = NAME
 
     def __init__(
         self,
         bus: Bus,
-        store: EventStore,
+        store: EventSink,
         *,
         group: str = NAME,
         max_records: int = 5000,

@@ -78,3 +78,42 @@ def rate(virtual_ns: int, wall_seconds: float) -> str:
     if wall_seconds <= 0:
         return "-"
     return f"{virtual_ns / SECOND / wall_seconds:,.0f} virtual s per wall s"
+
+
+def whatif_table(report: Any) -> list[Table]:
+    """``ledgerlet whatif``: decision counts side by side, then every pod whose outcome changed."""
+    d = report.diff
+    counts = Table(title=f"Decisions: recorded run {report.run} vs what-if")
+    for col in ("type", "recorded", "what-if", "change"):
+        counts.add_column(col, justify="left" if col == "type" else "right")
+    for name, (a, b) in d.counts.items():
+        counts.add_row(name, str(a), str(b), f"{b - a:+d}" if a != b else "")
+    tables = [counts]
+    if d.first_pressure:
+        pressure = Table(title="First pressure condition, by node")
+        for col in ("node", "condition", "recorded", "what-if"):
+            pressure.add_column(col)
+        for (node, cond), (a, b) in d.first_pressure.items():
+            pressure.add_row(
+                node,
+                cond,
+                format_duration(a) if a is not None else "never",
+                format_duration(b) if b is not None else "never",
+            )
+        tables.append(pressure)
+    if d.changes:
+        changes = Table(title="Pods whose outcome changed")
+        for col in ("change", "decision", "pod", "node", "recorded", "what-if", "detail"):
+            changes.add_column(col, overflow="fold")
+        for c in d.changes:
+            changes.add_row(
+                c.change,
+                c.type,
+                c.pod,
+                c.node or "",
+                format_duration(c.recorded_t) if c.recorded_t is not None else "-",
+                format_duration(c.whatif_t) if c.whatif_t is not None else "-",
+                c.detail,
+            )
+        tables.append(changes)
+    return tables

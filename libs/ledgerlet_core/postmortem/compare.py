@@ -1,0 +1,226 @@
+"""Comparing two derivations of one run.
+
+``verify``: the events a store recorded against the events the control loops derive
+again from the recorded inputs; same run id, so the same ids, and every field must
+match. ``decision_diff``: a recorded run against a what-if re-run under another
+configuration; ids differ, so decisions are paired by what they did to which pod.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.contracts.registry import DECISION, INPUT
+from ledgerlet_core.duration import SECOND
+
+MismatchKind = Literal["changed", "missing", "unexpected"]
+
+#: envelope fields a verified replay compares, besides ``data``
+_FIELDS = ("type", "t", "order", "stream", "kind", "node", "pod", "causes")
+
+
+@dataclass(frozen=True, slots=True)
+class Mismatch:
+    """One event the store holds that the re-derivation does not give, or the reverse.
+
+    ``missing``: recorded, not derived again (a tampered or invented record);
+    ``unexpected``: derived, not recorded (a record removed, or inputs that changed);
+    ``changed``: both, with ``fields`` naming what differs.
+    """
+
+    kind: MismatchKind
+    id: str
+    type: str
+    t: int
+    node: str | None
+    pod: str | None
+    fields: tuple[str, ...] = ()
+    recorded: Envelope | None = None
+    derived: Envelope | None = None
+
+    def describe(self) -> str:
+        where = " ".join(x for x in (self.node and f"node={self.node}", self.pod and f"pod={self.pod}") if x)
+        head = f"{self.kind:<10} {self.type} t={self.t / SECOND:g}s {where} id={self.id}".rstrip()
+        if self.kind != "changed" or self.recorded is None or self.derived is None:
+            return head
+        lines = [head]
+        for name in self.fields:
+            lines.append(f"    {name}: recorded {_show(self.recorded, name)} / derived {_show(self.derived, name)}")
+        return "\n".join(lines)
+
+
+def _value(env: Envelope, name: str) -> Any:
+    if name == "data":
+        return json.loads(bytes(env.data))
+    return getattr(env, name)
+
+
+def _show(env: Envelope, name: str, limit: int = 300) -> str:
+    text = json.dumps(_value(env, name), sort_keys=True, separators=(",", ":"))
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def differing_fields(recorded: Envelope, derived: Envelope) -> tuple[str, ...]:
+    out = [name for name in _FIELDS if getattr(recorded, name) != getattr(derived, name)]
+    if bytes(recorded.data) != bytes(derived.data) and _value(recorded, "data") != _value(derived, "data"):
+        out.append("data")
+    return tuple(out)
+
+
+def verify(recorded: Iterable[Envelope], derived: Mapping[str, Envelope]) -> list[Mismatch]:
+    """Every recorded decision and internal event against its re-derivation, by id.
+
+    Inputs are what the re-derivation was fed, so they are not compared with themselves;
+    a tampered input shows as the decisions that no longer follow from it.
+    """
+    out: list[Mismatch] = []
+    seen: set[str] = set()
+    for env in recorded:
+        if env.kind == INPUT:
+            continue
+        seen.add(env.id)
+        again = derived.get(env.id)
+        if again is None:
+            out.append(Mismatch("missing", env.id, env.type, env.t, env.node, env.pod, recorded=env))
+            continue
+        fields = differing_fields(env, again)
+        if fields:
+            out.append(Mismatch("changed", env.id, env.type, env.t, env.node, env.pod, fields, env, again))
+    for env in derived.values():
+        if env.kind != INPUT and env.id not in seen:
+            out.append(Mismatch("unexpected", env.id, env.type, env.t, env.node, env.pod, derived=env))
+    out.sort(key=_mismatch_order)
+    return out
+
+
+def _mismatch_order(m: Mismatch) -> tuple[int, tuple[int, ...], str]:
+    env = m.recorded or m.derived
+    return (m.t, tuple(env.order) if env is not None else (), m.kind)
+
+
+# -- what-if ---------------------------------------------------------------------
+
+#: decisions that end (or kill in) a pod: what a what-if is asked about
+POD_OUTCOMES = ("PodEvicted", "OOMKilled", "PodPreempted", "PodRejected", "PodForceDeleted", "PodTerminated")
+
+ChangeKind = Literal["no longer", "newly", "earlier", "later", "changed"]
+
+
+@dataclass(frozen=True, slots=True)
+class OutcomeChange:
+    """One pod's outcome that differs between the recorded run and the what-if run."""
+
+    change: ChangeKind
+    type: str
+    pod: str
+    node: str | None
+    recorded_t: int | None
+    whatif_t: int | None
+    detail: str = ""
+
+    def describe(self) -> str:
+        def at(t: int | None) -> str:
+            return "-" if t is None else f"{t / SECOND:g}s"
+
+        base = f"{self.change:<9} {self.type:<15} {self.pod} on {self.node or '-'}"
+        if self.change == "no longer":
+            return f"{base} (was at {at(self.recorded_t)})"
+        if self.change == "newly":
+            return f"{base} at {at(self.whatif_t)}"
+        if self.change in ("earlier", "later"):
+            return f"{base}: {at(self.recorded_t)} -> {at(self.whatif_t)}"
+        return f"{base} at {at(self.whatif_t)}: {self.detail}"
+
+
+@dataclass
+class DecisionDiff:
+    changes: list[OutcomeChange] = field(default_factory=list)
+    #: decision counts by type: recorded, what-if
+    counts: dict[str, tuple[int, int]] = field(default_factory=dict)
+    #: pressure condition changes by node: recorded, what-if (first time a condition went True)
+    first_pressure: dict[tuple[str, str], tuple[int | None, int | None]] = field(default_factory=dict)
+
+    @property
+    def same(self) -> bool:
+        return (
+            not self.changes
+            and all(a == b for a, b in self.counts.values())
+            and all(a == b for a, b in self.first_pressure.values())
+        )
+
+
+def _outcome_key(env: Envelope) -> tuple[str, str]:
+    return env.type, env.pod or ""
+
+
+def _outcome_detail(env: Envelope) -> dict[str, Any]:
+    data = json.loads(bytes(env.data))
+    keep = ("signal", "threshold", "reason", "container", "preemptor", "gracePeriodSeconds")
+    return {k: data[k] for k in keep if k in data}
+
+
+def decision_diff(recorded: Sequence[Envelope], whatif: Sequence[Envelope]) -> DecisionDiff:
+    """Pods no longer evicted, newly evicted, evicted earlier or later, or for another reason."""
+    diff = DecisionDiff()
+    rec = [e for e in recorded if e.kind == DECISION]
+    alt = [e for e in whatif if e.kind == DECISION]
+    types = sorted({e.type for e in rec} | {e.type for e in alt})
+    for name in types:
+        diff.counts[name] = (sum(e.type == name for e in rec), sum(e.type == name for e in alt))
+
+    def outcomes(events: Sequence[Envelope]) -> dict[tuple[str, str], list[Envelope]]:
+        out: dict[tuple[str, str], list[Envelope]] = defaultdict(list)
+        for e in sorted(events, key=Envelope.sort_key):
+            if e.type in POD_OUTCOMES and e.pod:
+                out[_outcome_key(e)].append(e)
+        return out
+
+    a, b = outcomes(rec), outcomes(alt)
+    for key in sorted(set(a) | set(b), key=lambda k: (k[1], POD_OUTCOMES.index(k[0]))):
+        xs, ys = a.get(key, []), b.get(key, [])
+        for i in range(max(len(xs), len(ys))):
+            x = xs[i] if i < len(xs) else None
+            y = ys[i] if i < len(ys) else None
+            change = _pair(x, y)
+            if change is not None:
+                diff.changes.append(change)
+    diff.changes.sort(key=lambda c: (min(t for t in (c.recorded_t, c.whatif_t) if t is not None), c.pod))
+
+    def pressure(events: Sequence[Envelope]) -> dict[tuple[str, str], int]:
+        out: dict[tuple[str, str], int] = {}
+        for e in sorted(events, key=Envelope.sort_key):
+            if e.type != "NodeConditionChanged" or not e.node:
+                continue
+            data = json.loads(bytes(e.data))
+            if data.get("status") == "True" and data.get("condition") != "Ready":
+                out.setdefault((e.node, data["condition"]), e.t)
+        return out
+
+    pa, pb = pressure(rec), pressure(alt)
+    for key in sorted(set(pa) | set(pb)):
+        diff.first_pressure[key] = (pa.get(key), pb.get(key))
+    return diff
+
+
+def _pair(x: Envelope | None, y: Envelope | None) -> OutcomeChange | None:
+    if x is None and y is None:
+        return None
+    if y is None:
+        assert x is not None
+        return OutcomeChange("no longer", x.type, x.pod or "", x.node, x.t, None)
+    if x is None:
+        return OutcomeChange("newly", y.type, y.pod or "", y.node, None, y.t)
+    if x.t != y.t:
+        return OutcomeChange("earlier" if y.t < x.t else "later", x.type, x.pod or "", y.node, x.t, y.t)
+    dx, dy = _outcome_detail(x), _outcome_detail(y)
+    if dx != dy or x.node != y.node:
+        parts = [f"{k} {dx.get(k)!r} -> {dy.get(k)!r}" for k in sorted(set(dx) | set(dy)) if dx.get(k) != dy.get(k)]
+        if x.node != y.node:
+            parts.insert(0, f"node {x.node} -> {y.node}")
+        return OutcomeChange("changed", x.type, x.pod or "", y.node, x.t, y.t, "; ".join(parts))
+    return None

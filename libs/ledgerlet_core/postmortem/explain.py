@@ -1,0 +1,341 @@
+"""Why a pod ended: the chain of recorded facts behind the decision that ended it.
+
+For an eviction: the signal against its threshold over time, the node's condition
+changes, node-level reclaim and what it freed, the ranking at the decision and the
+pod's place in it, and the grace period with its reason. For other endings (OOM
+kill, preemption, shutdown, admission, deletion) the decision's own inputs.
+Everything comes from stored events; nothing is re-computed but the signal values,
+which :mod:`signals_series` derives from the stored observations as the kubelet does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from typing import Any
+
+from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.contracts.registry import DECISION
+from ledgerlet_core.duration import SECOND
+from ledgerlet_core.eviction.manager import IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS
+from ledgerlet_core.eviction.thresholds import Threshold
+from ledgerlet_core.postmortem.signals_series import SignalSeries, node_signal_series
+from ledgerlet_core.timefmt import format_rfc3339
+
+#: decisions that end a pod (or kill in it), most final first when several coincide
+ENDINGS = ("PodEvicted", "PodPreempted", "PodForceDeleted", "PodRejected", "OOMKilled", "PodTerminated")
+#: node decisions that belong in a pod's story
+NODE_CONTEXT = ("NodeConditionChanged", "NodeReclaimed", "ImageGarbageCollected", "NodeTaintAdded", "NodeTaintRemoved")
+#: how far back an eviction's story starts
+LOOKBACK = 15 * 60 * SECOND
+
+
+def human_bytes(n: float) -> str:
+    """Binary-suffixed, three significant digits: ``5.67Gi``."""
+    value = float(n)
+    for suffix in ("", "Ki", "Mi", "Gi", "Ti", "Pi"):
+        if abs(value) < 1024 or suffix == "Pi":
+            return f"{value:.3g}{suffix}" if suffix else f"{int(value)}"
+        value /= 1024
+    return str(n)
+
+
+def show(value: float, unit: str) -> str:
+    return human_bytes(value) if unit == "bytes" else f"{int(value)}"
+
+
+def ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+@dataclass
+class Step:
+    t: float
+    time: str
+    what: str
+    text: str
+    id: str | None = None
+
+
+@dataclass
+class Explanation:
+    run: str
+    pod: str
+    node: str | None
+    verdict: str
+    outcome: dict[str, Any] | None
+    steps: list[Step] = field(default_factory=list)
+    ranking: list[dict[str, Any]] = field(default_factory=list)
+    grace: str = ""
+    signal: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def render_text(self) -> str:
+        lines = [f"{self.pod} (run {self.run})", "", self.verdict, ""]
+        if self.steps:
+            lines.append("What happened:")
+            width = max(len(f"{s.t:g}") for s in self.steps)
+            for s in self.steps:
+                lines.append(f"  {s.t:>{width}g}s  {s.time}  {s.what:<22} {s.text}")
+            lines.append("")
+        if self.ranking:
+            lines.append("Ranking at the decision (first = evicted first):")
+            for r in self.ranking:
+                mark = "->" if r.get("this") else "  "
+                usage = r.get("usageText", "-")
+                flags = ", ".join(
+                    x
+                    for x, on in (
+                        ("exceeds request", r.get("exceedsRequest")),
+                        ("critical", r.get("critical")),
+                        ("static", r.get("static")),
+                        ("no stats", not r.get("statsFound", True)),
+                    )
+                    if on
+                )
+                lines.append(
+                    f"  {mark} {r['position']:>3}. {r['pod']:<50} priority {r.get('priority', 0):>10}  usage {usage:>8}"
+                    + (f"  ({flags})" if flags else "")
+                )
+            lines.append("")
+        if self.grace:
+            lines.append(f"Grace period: {self.grace}")
+        return "\n".join(lines).rstrip() + "\n"
+
+
+def _data(env: Envelope) -> dict[str, Any]:
+    value = json.loads(bytes(env.data))
+    return value if isinstance(value, dict) else {}
+
+
+def ending(pod_events: Sequence[Envelope]) -> Envelope | None:
+    """The decision that ended the pod: the last ending decision, the most final one at that instant."""
+    ends = [e for e in pod_events if e.kind == DECISION and e.type in ENDINGS]
+    if not ends:
+        return None
+    # a PodTerminated follows the decision that told the pod to stop: explain that decision
+    deciding = [e for e in ends if e.type != "PodTerminated"]
+    return max(deciding or ends, key=lambda e: (e.t, -ENDINGS.index(e.type)))
+
+
+def explain(
+    *,
+    run: str,
+    pod: str,
+    start: datetime,
+    pod_events: Sequence[Envelope],
+    node_events: Sequence[Envelope],
+    observations: Sequence[Envelope],
+    thresholds: Sequence[Threshold],
+) -> Explanation:
+    def when(t: int) -> str:
+        return format_rfc3339(start, t)
+
+    end = ending(pod_events)
+    node = next((e.node for e in reversed(pod_events) if e.node), None)
+    exp = Explanation(run=run, pod=pod, node=node, verdict="", outcome=None)
+    steps: list[Step] = []
+    for e in pod_events:
+        text = _pod_step(e)
+        if text is not None:
+            steps.append(Step(e.t / SECOND, when(e.t), e.type, text, e.id))
+    if end is None:
+        exp.verdict = (
+            f"{pod} was not evicted, preempted, killed or rejected in this run."
+            if pod_events
+            else f"The run holds nothing about {pod}."
+        )
+        exp.steps = steps
+        return exp
+    data = _data(end)
+    exp.node = end.node or node
+    exp.outcome = {"type": end.type, "t": end.t / SECOND, "time": when(end.t), "id": end.id, "data": data}
+    for e in node_events:
+        if e.type in NODE_CONTEXT and e.t <= end.t:
+            steps.append(Step(e.t / SECOND, when(e.t), e.type, _node_step(e), e.id))
+    if end.type == "PodEvicted":
+        series = node_signal_series(observations, thresholds).get(str(data.get("signal", "")))
+        if series is not None:
+            exp.signal = _series_dict(series)
+            crossing = _first_crossing(series, str(data.get("threshold", "")))
+            if crossing is not None:
+                t, available, level = crossing
+                steps.append(
+                    Step(
+                        t / SECOND,
+                        when(t),
+                        "ThresholdCrossed",
+                        f"{series.signal} {show(available, series.unit)} < {show(level, series.unit)} "
+                        f"({data.get('threshold')})",
+                    )
+                )
+        exp.ranking = ranking_rows(data, pod)
+        exp.verdict, exp.grace = _eviction_verdict(pod, end, data, exp.ranking, when)
+    else:
+        exp.verdict, exp.grace = _other_verdict(pod, end, data, when)
+    steps.sort(key=lambda s: (s.t, s.what != "ThresholdCrossed"))
+    exp.steps = steps
+    return exp
+
+
+def _series_dict(series: SignalSeries) -> dict[str, Any]:
+    return {
+        "signal": series.signal,
+        "unit": series.unit,
+        "points": [{"t": t / SECOND, "available": a, "capacity": c} for t, a, c in series.points],
+        "thresholds": [
+            {
+                "threshold": line.written,
+                "hard": line.hard,
+                "gracePeriodSeconds": line.grace_period_seconds,
+                "levels": [{"t": t / SECOND, "quantity": q} for t, q in line.points],
+            }
+            for line in series.thresholds
+        ],
+    }
+
+
+def _first_crossing(series: SignalSeries, written: str) -> tuple[int, int, int] | None:
+    """The first observation of the last run of observations below the threshold."""
+    line = next((x for x in series.thresholds if x.written == written), None)
+    if line is None or not line.points:
+        return None
+    below: tuple[int, int, int] | None = None
+    for t, available, _ in series.points:
+        level = next((q for lt, q in reversed(line.points) if lt <= t), line.points[0][1])
+        below = (below or (t, available, level)) if available < level else None
+    return below
+
+
+def ranking_rows(data: dict[str, Any], pod: str) -> list[dict[str, Any]]:
+    resource = data.get("resource", "")
+    unit = "bytes" if resource in ("memory", "ephemeral-storage") else "count"
+    out = []
+    for i, row in enumerate(data.get("rankingDetails") or [], start=1):
+        r = dict(row)
+        r["position"] = i
+        r["this"] = r.get("pod") == pod
+        if "usage" in r:
+            r["usageText"] = show(r["usage"], unit)
+        out.append(r)
+    if not out:
+        out = [{"pod": p, "position": i, "this": p == pod} for i, p in enumerate(data.get("ranking") or [], start=1)]
+    return out
+
+
+def _eviction_verdict(
+    pod: str, end: Envelope, data: dict[str, Any], ranking: list[dict[str, Any]], when: Any
+) -> tuple[str, str]:
+    signal = data.get("signal", "?")
+    unit = "bytes" if data.get("resource") in ("memory", "ephemeral-storage") else "count"
+    observed = data.get("observed")
+    quantity = data.get("thresholdQuantity")
+    met: dict[str, Any] = next(
+        (m for m in data.get("thresholdsMet") or [] if m.get("threshold") == data.get("threshold")), {}
+    )
+    hard = bool(met.get("hard", data.get("gracePeriodSeconds") == IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS))
+    place = next((r for r in ranking if r.get("this")), None)
+    why_first = ""
+    if place is not None:
+        reasons = []
+        if "exceedsRequest" in place:
+            reasons.append("its usage exceeds its request" if place["exceedsRequest"] else "within its request")
+        reasons.append(f"priority {place.get('priority', 0)}")
+        if "usageText" in place:
+            reasons.append(f"usage {place['usageText']}")
+        why_first = f" It ranked {ordinal(place['position'])} of {len(ranking)} ({', '.join(reasons)})."
+    level = f" ({show(quantity, unit)})" if isinstance(quantity, int | float) else ""
+    seen = f" fell to {show(observed, unit)}," if isinstance(observed, int | float) else ""
+    verdict = (
+        f"{pod} was evicted from {end.node} at {end.t / SECOND:g}s ({when(end.t)}): {signal}{seen} below the "
+        f"{'hard' if hard else 'soft'} threshold {data.get('threshold')}{level}.{why_first}"
+    )
+    grace_s = data.get("gracePeriodSeconds")
+    if hard:
+        grace = (
+            f"{grace_s} s: a hard threshold evicts at once, with the kubelet's immediate grace period "
+            f"(immediateEvictionGracePeriodSeconds = {IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS}, "
+            "pkg/kubelet/eviction/eviction_manager.go), whatever the pod's terminationGracePeriodSeconds."
+        )
+    else:
+        grace = (
+            f"{grace_s} s: a soft threshold, held for its grace period "
+            f"({met.get('gracePeriodSeconds', '?')} s), then evicted with the smaller of "
+            "evictionMaxPodGracePeriod and the pod's terminationGracePeriodSeconds."
+        )
+    return verdict, grace
+
+
+def _other_verdict(pod: str, end: Envelope, data: dict[str, Any], when: Any) -> tuple[str, str]:
+    at = f"at {end.t / SECOND:g}s ({when(end.t)})"
+    grace = f"{data['gracePeriodSeconds']} s" if "gracePeriodSeconds" in data else ""
+    if end.type == "OOMKilled":
+        usage, limit = data.get("usage"), data.get("limit")
+        sized = f" using {human_bytes(usage)} of {human_bytes(limit)}" if usage and limit else ""
+        verdict = (
+            f"Container {data.get('container')} of {pod} was OOM-killed on {end.node} {at}{sized} "
+            f"({data.get('scope') or 'memory'} limit; oom_score {data.get('oomScore', '?')}, "
+            f"oom_score_adj {data.get('oomScoreAdj')})."
+        )
+        if data.get("restartAt") is not None:
+            verdict += f" It restarts at {data['restartAt']:g}s."
+        return verdict, "none: the kernel kills with SIGKILL"
+    if end.type == "PodPreempted":
+        return f"{pod} was preempted on {end.node} {at} to make room for {data.get('preemptor')}.", grace
+    if end.type == "PodRejected":
+        return f"{pod} was rejected {at}: {data.get('reason')}: {data.get('message')}", ""
+    if end.type == "PodForceDeleted":
+        return f"{pod} was force-deleted {at}: {data.get('reason')}.", "0 s (forced)"
+    reason = data.get("reason", "?")
+    return f"{pod} was terminated on {end.node} {at} ({reason}).", grace
+
+
+def _pod_step(e: Envelope) -> str | None:
+    d = _data(e)
+    if e.type == "ObjectApplied":
+        spec = (d.get("object") or {}).get("spec") or {}
+        where = f"on {spec['nodeName']}" if spec.get("nodeName") else "pending"
+        return f"{'in the starting objects' if d.get('initial') else 'applied'}, {where}"
+    if e.type == "ObjectCreated":
+        return f"created by {d.get('owner') or 'a controller'}"
+    if e.type == "PodAdmitted":
+        return f"admitted: priority {d.get('priority')}, QoS {d.get('qosClass')}"
+    if e.type == "PodStarted":
+        return f"started on {d.get('node')}"
+    if e.type == "PodScheduled":
+        return f"scheduled to {e.node}"
+    if e.type == "PodEvicted":
+        return f"evicted for {d.get('signal')} ({d.get('threshold')}), grace {d.get('gracePeriodSeconds')} s"
+    if e.type == "PodTerminated":
+        grace = d.get("gracePeriodSeconds")
+        return f"exited ({d.get('reason')}), told to stop at {d.get('killedAt')}s with grace {grace} s"
+    if e.type == "PodReplaced":
+        return f"replaced by {d.get('replacement')} ({d.get('owner')})"
+    if e.type == "OOMKilled":
+        return f"container {d.get('container')} OOM-killed (oom_score_adj {d.get('oomScoreAdj')})"
+    if e.type in ("PodRejected", "PodForceDeleted", "PodPreempted", "PodNominated", "PodUnschedulable"):
+        return ", ".join(f"{k} {v}" for k, v in d.items() if isinstance(v, str | int | float))[:200]
+    if e.type == "ObjectDeleted":
+        return "deleted" + (" (force)" if d.get("force") else "")
+    return None
+
+
+def _node_step(e: Envelope) -> str:
+    d = _data(e)
+    if e.type == "NodeConditionChanged":
+        because = f" ({', '.join(d['thresholds'])})" if d.get("thresholds") else ""
+        return f"{d.get('condition')}={d.get('status')}: {d.get('reason')}{because}"
+    if e.type == "NodeReclaimed":
+        return f"{d.get('action')} for {d.get('signal')}: freed {human_bytes(d.get('bytesFreed', 0))}"
+    if e.type == "ImageGarbageCollected":
+        return (
+            f"image GC at {d.get('usagePercent')}% used (high {d.get('highThresholdPercent')}%, low "
+            f"{d.get('lowThresholdPercent')}%): {human_bytes(d.get('bytesToFree', 0))} to free, "
+            f"{human_bytes(d.get('bytesFreed', 0))} freed"
+        )
+    return f"{d.get('key')}:{d.get('effect')}"

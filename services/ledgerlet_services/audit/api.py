@@ -1,0 +1,169 @@
+"""The decision audit API (FastAPI): read-only, on the SQLite or PostgreSQL store.
+
+``/v1/runs/{run}/...``: ``run`` is a run id or ``latest``. Errors are RFC 9457
+``application/problem+json``. With a token configured every ``/v1`` route wants
+``Authorization: Bearer TOKEN``; ``/healthz`` and ``/readyz`` never do.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+import sqlalchemy as sa
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from starlette.exceptions import HTTPException
+
+from ledgerlet_services.audit.queries import DEFAULT_PAGE, MAX_PAGE, Audit, BadCursor, NotFound
+from ledgerlet_store.store import EventStore
+
+PROBLEM = "application/problem+json"
+
+
+def problem(status: int, title: str, detail: str, request: Request, headers: dict[str, str] | None = None) -> Response:
+    body = {
+        "type": "about:blank",
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "instance": request.url.path,
+    }
+    return JSONResponse(body, status_code=status, media_type=PROBLEM, headers=headers)
+
+
+def create_app(store_dsn: str, *, token: str | None = None, store: EventStore | None = None) -> FastAPI:
+    """The app; it opens (and migrates) the store at start-up unless one is handed in."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        owned = store is None
+        app.state.store = store or await EventStore.open(store_dsn)
+        app.state.audit = Audit(app.state.store)
+        try:
+            yield
+        finally:
+            if owned:
+                await app.state.store.close()
+
+    app = FastAPI(
+        title="ledgerlet decision audit",
+        version="1",
+        description="Every decision ledgerlet's control loops made, with the inputs it was made from.",
+        lifespan=lifespan,
+    )
+
+    async def authorised(request: Request) -> None:
+        if not token:
+            return
+        given = request.headers.get("authorization", "")
+        scheme, _, value = given.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), token.encode()):
+            raise HTTPException(401, "a valid bearer token is required")
+
+    def audit(request: Request) -> Audit:
+        result: Audit = request.app.state.audit
+        return result
+
+    Auth = Depends(authorised)
+    AuditDep = Annotated[Audit, Depends(audit)]
+
+    @app.exception_handler(NotFound)
+    async def _not_found(request: Request, exc: NotFound) -> Response:
+        return problem(404, "Not Found", str(exc), request)
+
+    @app.exception_handler(BadCursor)
+    async def _bad_cursor(request: Request, exc: BadCursor) -> Response:
+        return problem(400, "Bad Request", str(exc), request)
+
+    @app.exception_handler(HTTPException)
+    async def _http(request: Request, exc: HTTPException) -> Response:
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
+        title = {401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed"}.get(exc.status_code, "Error")
+        return problem(exc.status_code, title, str(exc.detail), request, headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> Response:
+        parts = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+        return problem(400, "Bad Request", "; ".join(parts), request)
+
+    @app.get("/healthz", tags=["health"])
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["health"])
+    async def readyz(request: Request) -> Response:
+        try:
+            async with request.app.state.store.engine.connect() as conn:
+                await conn.execute(sa.text("SELECT 1"))
+        except Exception as exc:  # the store is away: not ready
+            return problem(503, "Service Unavailable", f"event store unreachable: {exc}", request)
+        return JSONResponse({"status": "ready", "store": request.app.state.store.describe()})
+
+    @app.get("/v1/runs", dependencies=[Auth], tags=["runs"])
+    async def runs(a: AuditDep) -> list[dict[str, Any]]:
+        return [
+            {
+                "run": r.run,
+                "name": r.name,
+                "start": r.start.isoformat().replace("+00:00", "Z"),
+                "durationSeconds": r.duration_seconds,
+                "recordedAt": r.recorded_at.isoformat(),
+                "source": r.source,
+            }
+            for r in await a.runs()
+        ]
+
+    @app.get("/v1/runs/{run}/decisions", dependencies=[Auth], tags=["decisions"])
+    async def decisions(
+        a: AuditDep,
+        run: str,
+        type: Annotated[list[str] | None, Query(description="decision types (repeatable)")] = None,
+        node: str | None = None,
+        pod: Annotated[str | None, Query(description="namespace/name")] = None,
+        t_from: Annotated[float | None, Query(alias="from", description="virtual seconds, inclusive")] = None,
+        t_to: Annotated[float | None, Query(alias="to", description="virtual seconds, inclusive")] = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = DEFAULT_PAGE,
+        cursor: str | None = None,
+    ) -> dict[str, Any]:
+        run = await a.resolve(run)
+        items, nxt = await a.decisions(
+            run, types=type or (), node=node, pod=pod, t_from=t_from, t_to=t_to, cursor=cursor, limit=limit
+        )
+        return {"run": run, "items": items, "next": nxt}
+
+    @app.get("/v1/runs/{run}/decisions/{event_id}", dependencies=[Auth], tags=["decisions"])
+    async def decision(a: AuditDep, run: str, event_id: str) -> dict[str, Any]:
+        return await a.decision(await a.resolve(run), event_id)
+
+    @app.get("/v1/runs/{run}/pods/{namespace}/{name}", dependencies=[Auth], tags=["pods"])
+    async def pod_history(a: AuditDep, run: str, namespace: str, name: str) -> dict[str, Any]:
+        run = await a.resolve(run)
+        return {"run": run, "pod": f"{namespace}/{name}", "events": await a.pod_history(run, f"{namespace}/{name}")}
+
+    @app.get("/v1/runs/{run}/pods/{namespace}/{name}/explain", dependencies=[Auth], tags=["pods"], response_model=None)
+    async def explain(
+        a: AuditDep, run: str, namespace: str, name: str, format: str = Query("json", pattern="^(json|text)$")
+    ) -> dict[str, Any] | PlainTextResponse:
+        exp = await a.explain(await a.resolve(run), f"{namespace}/{name}")
+        if format == "text":
+            return PlainTextResponse(exp.render_text())
+        return exp.to_dict()
+
+    @app.get("/v1/runs/{run}/nodes/{name}/timeline", dependencies=[Auth], tags=["nodes"])
+    async def node_timeline(
+        a: AuditDep,
+        run: str,
+        name: str,
+        t_from: Annotated[float | None, Query(alias="from")] = None,
+        t_to: Annotated[float | None, Query(alias="to")] = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = MAX_PAGE,
+    ) -> dict[str, Any]:
+        run = await a.resolve(run)
+        events = await a.node_timeline(run, name, t_from=t_from, t_to=t_to, limit=limit)
+        return {"run": run, "node": name, "events": events}
+
+    return app

@@ -1,0 +1,240 @@
+"""Read-only queries the audit API, ``ledgerlet explain`` and the report share.
+
+Every query is bounded (a page, a pod, a node's window) and served by one of the
+store's indexes; explanations read the pod's events, the node's decisions and
+observations in the window before the decision, nothing else.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from ledgerlet_core.contracts import inputs as ev
+from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.contracts.registry import decode_data, node_stream
+from ledgerlet_core.duration import SECOND
+from ledgerlet_core.eviction.observations import make_signal_observations
+from ledgerlet_core.eviction.thresholds import Threshold
+from ledgerlet_core.postmortem.explain import LOOKBACK, NODE_CONTEXT, Explanation, ending, explain
+from ledgerlet_core.postmortem.signals_series import has_image_fs, thresholds_for_node
+from ledgerlet_core.summary import Summary
+from ledgerlet_core.timefmt import format_rfc3339, parse_rfc3339
+from ledgerlet_store.store import EventStore, StoredEvent, order_key
+
+MAX_PAGE = 1000
+DEFAULT_PAGE = 100
+
+
+class NotFound(LookupError):
+    pass
+
+
+class BadCursor(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    run: str
+    name: str
+    start: datetime
+    duration_seconds: float
+    recorded_at: datetime
+    source: str
+
+
+def encode_cursor(e: StoredEvent) -> str:
+    raw = json.dumps([e.envelope.t, order_key(e.envelope.order), e.position]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(text: str) -> tuple[int, str, int]:
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        t, key, position = json.loads(raw)
+        if not (isinstance(t, int) and isinstance(key, str) and isinstance(position, int)):
+            raise ValueError
+        return t, key, position
+    except (ValueError, TypeError, json.JSONDecodeError):
+        raise BadCursor(f"cursor {text!r} is not one this API gave out") from None
+
+
+def record(e: StoredEvent | Envelope, start: datetime) -> dict[str, Any]:
+    """An event as the decision log writes a record (spec §5), with its kind."""
+    env = e.envelope if isinstance(e, StoredEvent) else e
+    out: dict[str, Any] = {
+        "id": env.id,
+        "t": env.t / SECOND,
+        "time": format_rfc3339(start, env.t),
+        "type": env.type,
+        "kind": env.kind,
+    }
+    if env.node is not None:
+        out["node"] = env.node
+    if env.pod is not None:
+        out["pod"] = env.pod
+    out["data"] = json.loads(bytes(env.data))
+    out["causes"] = list(env.causes)
+    return out
+
+
+class Audit:
+    def __init__(self, store: EventStore) -> None:
+        self.store = store
+        self._started: dict[str, tuple[ev.ScenarioStarted, datetime]] = {}
+
+    # -- runs ----------------------------------------------------------------------
+    async def runs(self) -> list[RunInfo]:
+        out = []
+        for run, recorded_at in await self.store.runs():
+            started, start = await self.started(run)
+            out.append(RunInfo(run, started.name, start, started.duration / SECOND, recorded_at, started.source))
+        return out
+
+    async def resolve(self, run: str | None) -> str:
+        runs = await self.store.runs()
+        if not runs:
+            raise NotFound("the store holds no runs")
+        if run in (None, "", "latest"):
+            return runs[0][0]
+        if run not in {r for r, _ in runs}:
+            raise NotFound(f"no run {run!r}")
+        return str(run)
+
+    async def started(self, run: str) -> tuple[ev.ScenarioStarted, datetime]:
+        hit = self._started.get(run)
+        if hit is None:
+            found = await self.store.read_by_type(["ScenarioStarted"], run=run, limit=1)
+            if not found:
+                raise NotFound(f"no run {run!r}")
+            data: ev.ScenarioStarted = decode_data(found[0].envelope)
+            hit = self._started[run] = (data, parse_rfc3339(data.start))
+        return hit
+
+    # -- decisions -----------------------------------------------------------------
+    async def decisions(
+        self,
+        run: str,
+        *,
+        types: Sequence[str] = (),
+        node: str | None = None,
+        pod: str | None = None,
+        t_from: float | None = None,
+        t_to: float | None = None,
+        cursor: str | None = None,
+        limit: int = DEFAULT_PAGE,
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """One page of decisions and the cursor of the next page (None at the end)."""
+        _, start = await self.started(run)
+        limit = max(1, min(limit, MAX_PAGE))
+        rows = await self.store.list_decisions(
+            run,
+            types=types,
+            node=node,
+            pod=pod,
+            t_from=None if t_from is None else round(t_from * SECOND),
+            t_to=None if t_to is None else round(t_to * SECOND),
+            after=decode_cursor(cursor) if cursor else None,
+            limit=limit + 1,
+        )
+        page = rows[:limit]
+        nxt = encode_cursor(page[-1]) if len(rows) > limit else None
+        return [record(e, start) for e in page], nxt
+
+    async def decision(self, run: str, event_id: str) -> dict[str, Any]:
+        """One decision with the events it cites as causes (observations in full, with signals)."""
+        _, start = await self.started(run)
+        found = [e for e in await self.store.get_events([event_id]) if e.envelope.run == run]
+        if not found or found[0].envelope.kind != "decision":
+            raise NotFound(f"no decision {event_id!r} in run {run!r}")
+        out = record(found[0], start)
+        causes = await self.store.get_events(found[0].envelope.causes)
+        out["inputs"] = [_with_signals(record(c, start)) for c in causes]
+        return out
+
+    async def pod_history(self, run: str, pod: str) -> list[dict[str, Any]]:
+        _, start = await self.started(run)
+        rows = await self.store.read_pod(run, pod)
+        if not rows:
+            raise NotFound(f"run {run!r} holds nothing about pod {pod!r}")
+        return [record(e, start) for e in rows]
+
+    async def node_timeline(
+        self, run: str, node: str, *, t_from: float | None = None, t_to: float | None = None, limit: int = MAX_PAGE
+    ) -> list[dict[str, Any]]:
+        _, start = await self.started(run)
+        rows = await self.store.read_node(
+            run,
+            node,
+            t_from=None if t_from is None else round(t_from * SECOND),
+            t_to=None if t_to is None else round(t_to * SECOND),
+            limit=max(1, min(limit, MAX_PAGE)),
+        )
+        if not rows and t_from is None and t_to is None:
+            raise NotFound(f"run {run!r} holds nothing about node {node!r}")
+        return [record(e, start) for e in rows]
+
+    # -- explanations --------------------------------------------------------------
+    async def node_thresholds(self, run: str, node: str, observations: Sequence[Envelope]) -> list[Threshold]:
+        started, _ = await self.started(run)
+        applied = await self.store.read_node(run, node, types=["ObjectApplied", "UsageDeclared"])
+        node_obj = next(
+            (
+                decode_data(e.envelope).object
+                for e in reversed(applied)
+                if e.envelope.type == "ObjectApplied" and decode_data(e.envelope).object.get("kind") == "Node"
+            ),
+            None,
+        )
+        usage = next((decode_data(e.envelope).usage for e in applied if e.envelope.type == "UsageDeclared"), None)
+        return thresholds_for_node(started.kubelet_config, node_obj, has_image_fs=has_image_fs(observations, usage))
+
+    async def explain(self, run: str, pod: str) -> Explanation:
+        _, start = await self.started(run)
+        pod_events = [e.envelope for e in await self.store.read_pod(run, pod)]
+        end = ending(pod_events)
+        node_events: list[Envelope] = []
+        observations: list[Envelope] = []
+        thresholds: list[Threshold] = []
+        if end is not None and end.node:
+            t_from = max(0, end.t - LOOKBACK)
+            node_events = [
+                e.envelope
+                for e in await self.store.read_node(run, end.node, t_from=t_from, t_to=end.t, types=NODE_CONTEXT)
+            ]
+            if end.type == "PodEvicted":
+                observations = [
+                    e.envelope
+                    for e in await self.store.read_stream_window(
+                        run, node_stream(end.node), types=["NodeObserved"], t_from=t_from, t_to=end.t
+                    )
+                ]
+                thresholds = await self.node_thresholds(run, end.node, observations)
+        return explain(
+            run=run,
+            pod=pod,
+            start=start,
+            pod_events=pod_events,
+            node_events=node_events,
+            observations=observations,
+            thresholds=thresholds,
+        )
+
+
+def _with_signals(rec: dict[str, Any]) -> dict[str, Any]:
+    """An observation with the eviction signals the kubelet computed from it."""
+    if rec["type"] != "NodeObserved":
+        return rec
+    summary = msgspec.convert(rec["data"].get("summary", {}), Summary)
+    rec["signals"] = {
+        str(s): {"available": o.available.value(), "capacity": o.capacity.value()}
+        for s, o in make_signal_observations(summary).items()
+    }
+    return rec

@@ -1,0 +1,148 @@
+"""Collects a run's report from the store and writes it (``ledgerlet report``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ledgerlet_core.contracts.registry import DECISION, node_stream
+from ledgerlet_core.duration import SECOND
+from ledgerlet_core.postmortem.explain import ranking_rows, show
+from ledgerlet_core.postmortem.report_html import (
+    MARKER_COLOURS,
+    Band,
+    EvictionRow,
+    Marker,
+    NodeSection,
+    ReportData,
+    render_report,
+)
+from ledgerlet_core.postmortem.signals_series import node_signal_series
+from ledgerlet_core.timefmt import format_rfc3339
+from ledgerlet_services.audit.queries import Audit
+from ledgerlet_store.store import EventStore
+
+#: nodes plotted in full; the rest are listed by name
+MAX_PLOTTED_NODES = 30
+_INTERESTING = {"PodEvicted", "OOMKilled", "PodPreempted", "NodeConditionChanged", "NodeReclaimed", "PodTerminated"}
+_OTHER_ENDINGS = ("OOMKilled", "PodPreempted", "PodRejected", "PodForceDeleted", "PodTerminated")
+
+
+async def collect(store: EventStore, run: str | None) -> ReportData:
+    audit = Audit(store)
+    run = await audit.resolve(run)
+    started, start = await audit.started(run)
+    decisions = [e.envelope for e in await store.read_run(run, kind=DECISION)]
+    data = {e.id: json.loads(bytes(e.data)) for e in decisions}
+    counts: dict[str, int] = {}
+    for e in decisions:
+        counts[e.type] = counts.get(e.type, 0) + 1
+    duration = started.duration / SECOND
+
+    touched = {e.node for e in decisions if e.node and e.type in _INTERESTING}
+    order = {n: i for i, n in enumerate(started.node_order)}
+    nodes = sorted(touched, key=lambda n: (order.get(n, len(order)), n))
+    sections = []
+    for node in nodes[:MAX_PLOTTED_NODES]:
+        observations = [
+            e.envelope for e in await store.read_stream_window(run, node_stream(node), types=["NodeObserved"])
+        ]
+        thresholds = await audit.node_thresholds(run, node, observations)
+        series = [s for s in node_signal_series(observations, thresholds).values() if s.thresholds]
+        mine = [e for e in decisions if e.node == node]
+        sections.append(NodeSection(node, series, _bands(mine, data, duration), _markers(mine, data)))
+
+    evictions = []
+    endings = []
+    for e in decisions:
+        d = data[e.id]
+        if e.type == "PodEvicted":
+            unit = "bytes" if d.get("resource") in ("memory", "ephemeral-storage") else "count"
+            evictions.append(
+                EvictionRow(
+                    t=e.t / SECOND,
+                    time=format_rfc3339(start, e.t),
+                    node=e.node or "",
+                    pod=e.pod or "",
+                    threshold=str(d.get("threshold", "")),
+                    observed=show(d["observed"], unit) if isinstance(d.get("observed"), int | float) else "?",
+                    grace=f"{d.get('gracePeriodSeconds')} s",
+                    message=str(d.get("message", "")),
+                    ranking=ranking_rows(d, e.pod or ""),
+                )
+            )
+        elif e.type in _OTHER_ENDINGS and not (e.type == "PodTerminated" and d.get("reason") == "Evicted"):
+            endings.append({"t": e.t / SECOND, "type": e.type, "node": e.node, "pod": e.pod, "why": _why(e.type, d)})
+    return ReportData(
+        run=run,
+        name=started.name,
+        source=started.source,
+        start=started.start,
+        duration=duration,
+        counts=counts,
+        nodes=sections,
+        evictions=evictions,
+        endings=endings,
+        nodes_not_plotted=nodes[MAX_PLOTTED_NODES:],
+    )
+
+
+def _bands(decisions: list[Any], data: dict[str, dict[str, Any]], duration: float) -> list[Band]:
+    bands: list[Band] = []
+    open_at: dict[str, float] = {}
+    for e in decisions:
+        if e.type != "NodeConditionChanged":
+            continue
+        d = data[e.id]
+        cond, status = d.get("condition", ""), d.get("status")
+        if cond == "Ready":
+            status = "False" if status == "True" else "True"  # a band where the node is not ready
+        if status == "True":
+            open_at.setdefault(cond, e.t / SECOND)
+        elif cond in open_at:
+            bands.append(Band(cond, open_at.pop(cond), e.t / SECOND))
+    bands.extend(Band(c, t, duration) for c, t in open_at.items())
+    return bands
+
+
+def _markers(decisions: list[Any], data: dict[str, dict[str, Any]]) -> list[Marker]:
+    out = []
+    for e in decisions:
+        if e.type not in MARKER_COLOURS or (e.type == "PodTerminated" and data[e.id].get("reason") == "Evicted"):
+            continue
+        label = f"{e.t / SECOND:g}s {e.type} {e.pod or ''} {_why(e.type, data[e.id])}".strip()
+        out.append(Marker(e.t / SECOND, e.type, label))
+    return out
+
+
+def _why(kind: str, d: dict[str, Any]) -> str:
+    if kind == "PodEvicted":
+        return str(d.get("threshold", ""))
+    if kind == "OOMKilled":
+        return (
+            f"container {d.get('container')}, {d.get('scope') or 'memory'} limit, oom_score_adj {d.get('oomScoreAdj')}"
+        )
+    if kind == "PodPreempted":
+        return f"for {d.get('preemptor')}, grace {d.get('gracePeriodSeconds')} s"
+    if kind == "NodeReclaimed":
+        return f"{d.get('action')} freed {show(d.get('bytesFreed', 0), 'bytes')}"
+    if kind == "ImageGarbageCollected":
+        return f"freed {show(d.get('bytesFreed', 0), 'bytes')}"
+    if kind in ("PodRejected",):
+        return f"{d.get('reason')}: {d.get('message')}"
+    return str(d.get("reason", ""))
+
+
+async def write_report(store: EventStore, run: str | None, out: Path) -> str:
+    report = await collect(store, run)
+    text = render_report(report)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(out)
+    plots = sum(len(s.series) for s in report.nodes)
+    return (
+        f"{out}: run {report.run}, {sum(report.counts.values())} decisions, {len(report.evictions)} evictions, "
+        f"{plots} plots over {len(report.nodes)} nodes"
+    )
