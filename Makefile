@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT := out
 
-.PHONY: run test lint typecheck imports contracts bench up clean
+.PHONY: run test lint typecheck imports contracts browser bench up clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,8 +20,13 @@ run: $(STAMP)
 	$(BIN)/ledgerlet run examples/memory-pressure.yaml --decisions $(OUT)/memory-pressure.jsonl --store sqlite:///$(OUT)/ledgerlet.db
 
 ## test: lint, format, types, import contracts, schema drift, then the test suite
-test: lint typecheck imports contracts
+test: lint typecheck imports contracts browser
 	$(BIN)/pytest -q
+
+## browser: Debian's Chromium, which the HTML report's test renders in (installed once, as root)
+browser:
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+	  || { echo "install Debian's chromium package (the report test renders in it)"; exit 1; }
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -36,7 +41,7 @@ imports: $(STAMP)
 contracts: $(STAMP)
 	$(BIN)/ledgerlet contracts --check
 
-## bench: store appends/s, one eviction decision, the embedded run's rate, keeping up with 5,000 nodes, end to end on Kafka + PostgreSQL
+## bench: store appends/s, one eviction decision, the embedded run's rate, keeping up with 5,000 nodes, end to end on Kafka + PostgreSQL, post-mortems on 10M events
 bench: $(STAMP)
 	mkdir -p $(OUT)
 	$(BIN)/python bench/bench_store.py --out $(OUT)
@@ -44,6 +49,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_run.py --out $(OUT)
 	$(BIN)/python bench/bench_keepup.py --out $(OUT)
 	$(BIN)/python bench/bench_distributed.py --out $(OUT)
+	$(BIN)/python bench/bench_postmortem.py --out $(OUT)
 
 ## up: the local stack (needs a Docker engine)
 up:

@@ -15,8 +15,15 @@ from ledgerlet_services.topics import ALL_TOPICS
 #: the control loops: consume, fold, decide, publish (the virtual clock waits for them)
 CONTROL_LOOPS: Final[tuple[type[Service], ...]] = (Collector, EvictionManager, ControllerManager)
 
+#: the decision audit API: reads the store only (``ledgerlet serve`` as a service)
+AUDIT_API: Final = "audit-api"
+
 #: services that are not control loops
-OTHER_SERVICES: Final[tuple[str, ...]] = (RECORDER,)
+OTHER_SERVICES: Final[tuple[str, ...]] = (RECORDER, AUDIT_API)
+
+
+def needs_bus(name: str) -> bool:
+    return name != AUDIT_API
 
 
 def service_names() -> list[str]:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from rich.console import Console
@@ -19,7 +20,7 @@ from ledgerlet_core.contracts.decision_log import encode_records, to_records
 from ledgerlet_core.duration import SECOND
 from ledgerlet_core.errors import InputError
 from ledgerlet_core.scenario import Scenario, load_scenario
-from ledgerlet_services.catalog import service_names
+from ledgerlet_services.catalog import AUDIT_API, service_names
 from ledgerlet_services.cli_postmortem import COMMANDS as POSTMORTEM_COMMANDS
 from ledgerlet_services.cli_postmortem import add_parsers as add_postmortem_parsers
 from ledgerlet_services.cli_postmortem import dispatch as dispatch_postmortem
@@ -200,6 +201,8 @@ async def _drive(args: argparse.Namespace, console: Console) -> int:
 
 
 def _service(args: argparse.Namespace) -> int:
+    if args.name == AUDIT_API:
+        return _audit_service(args)
     if not args.bus:
         print("error: service needs --bus (or LEDGERLET_BUS)", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -229,6 +232,50 @@ def _service(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     return EXIT_OK
+
+
+def _audit_service(args: argparse.Namespace) -> int:
+    """The audit API as a stack service: the store from --store / LEDGERLET_STORE, port
+    LEDGERLET_API_PORT (8080) on all interfaces, token LEDGERLET_API_TOKEN."""
+    import uvicorn
+
+    from ledgerlet_services.audit.api import create_app
+
+    if not args.store:
+        print("error: audit-api needs --store (or LEDGERLET_STORE)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    app = create_app(
+        args.store, token=os.environ.get("LEDGERLET_API_TOKEN") or None, heartbeat=Heartbeat(health_file(AUDIT_API))
+    )
+    port = int(os.environ.get("LEDGERLET_API_PORT", "8080"))
+    config = uvicorn.Config(app, host=os.environ.get("LEDGERLET_API_HOST", "0.0.0.0"), port=port, log_level="info")
+    server = _server_class()(config)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, server.request_exit)
+        await server.serve()
+
+    asyncio.run(main())
+    return EXIT_OK if server.started else EXIT_FAILED
+
+
+def _server_class() -> type:
+    import uvicorn
+
+    class QuietServer(uvicorn.Server):
+        """Stops on SIGTERM like every other service (exit 0); uvicorn's own handling
+        re-raises the signal after shutting down, which reads as a crash."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+        def request_exit(self) -> None:
+            self.should_exit = True
+
+    return QuietServer
 
 
 def _write_atomically(path: Path, data: bytes) -> None:

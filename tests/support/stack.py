@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -16,6 +17,12 @@ from ledgerlet_services.catalog import service_names
 CLI = [sys.executable, "-m", "ledgerlet_services.cli"]
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 @dataclass
 class LocalStack:
     bus_url: str
@@ -23,6 +30,8 @@ class LocalStack:
     workdir: Path
     extra_env: dict[str, str] = field(default_factory=dict)
     procs: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    #: where the audit-api service listens (a free loopback port)
+    api_port: int = field(default_factory=lambda: _free_port())
 
     @property
     def env(self) -> dict[str, str]:
@@ -32,6 +41,8 @@ class LocalStack:
             "LEDGERLET_STORE": self.store_dsn,
             "LEDGERLET_HEALTH_DIR": str(self.workdir),
             "LEDGERLET_LOG_LEVEL": "INFO",
+            "LEDGERLET_API_HOST": "127.0.0.1",
+            "LEDGERLET_API_PORT": str(self.api_port),
             **self.extra_env,
         }
 

@@ -1,0 +1,129 @@
+"""Post-mortem figures on PostgreSQL: "why was this pod evicted" latency on a store
+holding 10 million events, and verified replay's rate.
+
+A real run is recorded once (closed-loop nodes, memory leaks that end in evictions),
+then copied inside PostgreSQL under new run ids until the store holds ``--events``.
+Explanations are asked for evicted pods of random runs, through the same code the
+API and ``ledgerlet explain`` use. Replay verifies the original run from PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import asyncpg
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ledgerlet_core.scenario import load_scenario
+from ledgerlet_services.audit.queries import Audit
+from ledgerlet_services.embedded import run_embedded
+from ledgerlet_services.replay import verify_run
+from ledgerlet_store.store import EventStore
+from scenarios import cluster
+
+COLUMNS = "run, stream, version, type, kind, schema_version, t, order_key, node, pod, causes, data, recorded_at"
+
+
+async def fill(dsn: str, base: str, target: int) -> int:
+    """Copy run ``base`` under new run ids until the table holds ``target`` events."""
+    conn = await asyncpg.connect(dsn)
+    try:
+        total = await conn.fetchval("SELECT count(*) FROM events")
+        copies = 0
+        began = time.perf_counter()
+        while total < target:
+            run = f"copy-{copies:05d}"
+            copies += 1
+            n = await conn.execute(
+                f"""INSERT INTO events (event_id, {COLUMNS})
+                    SELECT md5($2 || event_id)::uuid::text, $2, $2 || substr(stream, length(run) + 1),
+                           version, type, kind, schema_version, t, order_key, node, pod, causes, data, recorded_at
+                    FROM events WHERE run = $1""",
+                base,
+                run,
+            )
+            total += int(n.split()[-1])
+            if copies % 10 == 0:
+                rate = total / (time.perf_counter() - began)
+                print(f"  {total:>11,} events ({copies} copies, {rate:,.0f}/s)", flush=True)
+        await conn.execute("ANALYZE events")
+        return copies
+    finally:
+        await conn.close()
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pg", default="postgresql://postgres@127.0.0.1:5432/postgres")
+    ap.add_argument("--events", type=int, default=10_000_000)
+    ap.add_argument("--queries", type=int, default=500)
+    ap.add_argument("--nodes", type=int, default=100)
+    ap.add_argument("--out", type=Path, default=Path("out"))
+    args = ap.parse_args()
+    name = f"ledgerlet_bench_pm_{uuid.uuid4().hex[:8]}"
+    admin = await asyncpg.connect(args.pg)
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    dsn = f"{args.pg.rsplit('/', 1)[0]}/{name}"
+    try:
+        spec = cluster(args.nodes, 30, duration="1h", pressure_every=5)
+        scenario = load_scenario(json.dumps(spec), "bench-postmortem.json")
+        async with await EventStore.open(dsn) as store:
+            began = time.perf_counter()
+            result = await run_embedded(scenario, store, run="base")
+            print(f"recorded base run: {result.events_stored:,} events in {time.perf_counter() - began:.1f}s")
+            print(f"verifying the base run from PostgreSQL ({result.events_stored:,} events) ...", flush=True)
+            report = await verify_run(store, "base")
+            assert report.ok, report.mismatches[:3]
+            replay_rate = report.events_per_second
+            print(
+                f"verified replay: {report.events:,} events, read {report.read_seconds:.2f}s "
+                f"({report.events / report.read_seconds:,.0f} events/s), re-derived and compared "
+                f"{report.derive_seconds:.2f}s: {replay_rate:,.0f} events/s end to end"
+            )
+        print(f"filling to {args.events:,} events ...", flush=True)
+        copies = await fill(dsn, "base", args.events)
+        async with await EventStore.open(dsn, migrate=False) as store:
+            total = await store.count()
+            audit = Audit(store)
+            evicted = [e.envelope.pod for e in await store.read_by_type(["PodEvicted"], run="base")]
+            rng = random.Random(7)
+            runs = ["base"] + [f"copy-{i:05d}" for i in range(copies)]
+            for _ in range(20):  # warm the connection pool and caches
+                await audit.explain(rng.choice(runs), rng.choice(evicted) or "")
+            times = []
+            for _ in range(args.queries):
+                run, pod = rng.choice(runs), rng.choice(evicted) or ""
+                t0 = time.perf_counter()
+                exp = await audit.explain(run, pod)
+                times.append((time.perf_counter() - t0) * 1000)
+                assert exp.outcome is not None and exp.outcome["type"] == "PodEvicted"
+        times.sort()
+        p50 = statistics.median(times)
+        p99 = times[int(len(times) * 0.99) - 1]
+        print(
+            f"why was this pod evicted (PostgreSQL, {total:,} events, {len(evicted)} evicted pods x {len(runs)} runs): "
+            f"p50 {p50:.1f} ms, p99 {p99:.1f} ms over {len(times)} explanations (target p99 < 50 ms)"
+        )
+        print(f"verified replay from PostgreSQL: {replay_rate:,.0f} events/s (target >= 100,000)")
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "bench-postmortem.json").write_text(
+            json.dumps(
+                {"events": total, "explain_p50_ms": p50, "explain_p99_ms": p99, "replay_events_per_s": replay_rate},
+                indent=2,
+            )
+        )
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

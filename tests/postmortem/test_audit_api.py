@@ -1,0 +1,115 @@
+"""The audit API on both stores: pages, filters, one decision with its inputs, a pod's
+history and explanation, a node's timeline, problem+json errors, bearer tokens."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from ledgerlet_services.audit.api import create_app
+from tests.postmortem.conftest import EVICTED, RUN
+
+TOKEN = "s3cret-token"
+
+
+@pytest.fixture
+def client(recorded: str) -> Iterator[TestClient]:
+    with TestClient(create_app(recorded)) as c:
+        yield c
+
+
+def test_pages_cover_every_decision_once_in_decision_order(client: TestClient) -> None:
+    full = client.get(f"/v1/runs/{RUN}/decisions", params={"limit": 1000}).json()
+    assert full["next"] is None
+    everything = [d["id"] for d in full["items"]]
+    assert len(everything) == 35
+    paged, cursor = [], None
+    while True:
+        params: dict[str, object] = {"limit": 4}
+        if cursor:
+            params["cursor"] = cursor
+        body = client.get(f"/v1/runs/{RUN}/decisions", params=params).json()
+        assert len(body["items"]) <= 4
+        paged += [d["id"] for d in body["items"]]
+        cursor = body["next"]
+        if cursor is None:
+            break
+    assert paged == everything
+    times = [d["t"] for d in full["items"]]
+    assert times == sorted(times)
+
+
+def test_filters(client: TestClient) -> None:
+    evicted = client.get("/v1/runs/latest/decisions", params={"type": "PodEvicted"}).json()["items"]
+    assert [(d["pod"], d["t"]) for d in evicted] == [(EVICTED, 300.0)]
+    both = client.get("/v1/runs/latest/decisions", params=[("type", "PodEvicted"), ("type", "PodTerminated")])
+    assert {d["type"] for d in both.json()["items"]} == {"PodEvicted", "PodTerminated"}
+    window = client.get("/v1/runs/latest/decisions", params={"from": 260, "to": 260}).json()["items"]
+    assert window and all(d["t"] == 260.0 for d in window)
+    by_pod = client.get("/v1/runs/latest/decisions", params={"pod": EVICTED}).json()["items"]
+    assert {d["type"] for d in by_pod} == {"PodEvicted", "PodTerminated", "PodReplaced"}
+    assert client.get("/v1/runs/latest/decisions", params={"node": "nope"}).json()["items"] == []
+
+
+def test_one_decision_with_its_inputs(client: TestClient) -> None:
+    evicted = client.get("/v1/runs/latest/decisions", params={"type": "PodEvicted"}).json()["items"][0]
+    body = client.get(f"/v1/runs/latest/decisions/{evicted['id']}").json()
+    assert body["data"]["ranking"][0] == EVICTED
+    assert body["data"]["threshold"] == "imagefs.available<15%"
+    (observation,) = body["inputs"]
+    assert observation["type"] == "NodeObserved" and observation["t"] == 300.0
+    # the signal as the kubelet computed it from that observation is the decision's figure
+    assert observation["signals"]["imagefs.available"]["available"] == body["data"]["observed"]
+
+
+def test_pod_history_node_timeline_and_explain(client: TestClient) -> None:
+    history = client.get(f"/v1/runs/latest/pods/{EVICTED}").json()["events"]
+    assert [e["type"] for e in history][:1] == ["ObjectApplied"]
+    assert "PodEvicted" in [e["type"] for e in history]
+    timeline = client.get("/v1/runs/latest/nodes/k8s-m1/timeline", params={"to": 300}).json()["events"]
+    assert all(e["kind"] != "internal" for e in timeline)
+    assert "NodeConditionChanged" in {e["type"] for e in timeline}
+    exp = client.get(f"/v1/runs/latest/pods/{EVICTED}/explain").json()
+    assert exp["outcome"]["type"] == "PodEvicted"
+    assert exp["ranking"][0]["this"] and exp["ranking"][0]["position"] == 1
+    assert exp["signal"]["signal"] == "imagefs.available"
+    text = client.get(f"/v1/runs/latest/pods/{EVICTED}/explain", params={"format": "text"})
+    assert text.headers["content-type"].startswith("text/plain")
+    assert "ranked 1st of 8" in text.text
+
+
+def test_errors_are_problem_json(client: TestClient) -> None:
+    for path, params, status in [
+        ("/v1/runs/no-such-run/decisions", {}, 404),
+        ("/v1/runs/latest/decisions/not-an-id", {}, 404),
+        ("/v1/runs/latest/pods/default/nobody", {}, 404),
+        ("/v1/runs/latest/decisions", {"limit": 5000}, 400),
+        ("/v1/runs/latest/decisions", {"cursor": "garbage!"}, 400),
+        ("/v1/runs/latest/decisions", {"from": "soon"}, 400),
+    ]:
+        r = client.get(path, params=params)
+        assert r.status_code == status, (path, r.text)
+        assert r.headers["content-type"] == "application/problem+json"
+        body = r.json()
+        assert body["status"] == status and body["title"] and body["detail"]
+
+
+def test_health_readiness_and_openapi(client: TestClient) -> None:
+    assert client.get("/healthz").json() == {"status": "ok"}
+    assert client.get("/readyz").json()["status"] == "ready"
+    paths = client.get("/openapi.json").json()["paths"]
+    assert "/v1/runs/{run}/pods/{namespace}/{name}/explain" in paths
+
+
+def test_bearer_token(recorded: str) -> None:
+    with TestClient(create_app(recorded, token=TOKEN)) as c:
+        denied = c.get("/v1/runs")
+        assert denied.status_code == 401
+        assert denied.headers["www-authenticate"] == "Bearer"
+        assert denied.headers["content-type"] == "application/problem+json"
+        assert c.get("/v1/runs", headers={"Authorization": "Bearer wrong"}).status_code == 401
+        ok = c.get("/v1/runs", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert ok.status_code == 200 and ok.json()[0]["run"] == RUN
+        assert c.get("/healthz").status_code == 200  # probes need no token

@@ -1,0 +1,91 @@
+"""``ledgerlet replay --verify``: every stored decision re-derived from the stored inputs;
+a tampered decision and a tampered input are both caught."""
+
+from __future__ import annotations
+
+import json
+
+import sqlalchemy as sa
+
+from ledgerlet_services.cli import main
+from ledgerlet_services.replay import verify_run
+from ledgerlet_store.schema import events
+from ledgerlet_store.store import EventStore
+from tests.postmortem.conftest import EVICTED, RUN
+
+
+async def _update(dsn: str, where: sa.ColumnElement[bool], **values: object) -> int:
+    async with await EventStore.open(dsn) as store, store.engine.begin() as conn:
+        result = await conn.execute(sa.update(events).where(where).values(**values))
+        return int(result.rowcount)
+
+
+async def test_untouched_run_verifies(recorded: str) -> None:
+    async with await EventStore.open(recorded) as store:
+        report = await verify_run(store, RUN)
+        total = await store.count(RUN)
+    assert report.ok, [m.describe() for m in report.mismatches[:5]]
+    assert report.events == total > 800
+
+
+async def test_tampered_decision_is_caught(recorded: str) -> None:
+    async with await EventStore.open(recorded) as store:
+        evicted = (await store.read_by_type(["PodEvicted"], run=RUN))[0].envelope
+    data = json.loads(bytes(evicted.data))
+    data["gracePeriodSeconds"] = 30  # someone "fixes" the record after the fact
+    assert await _update(recorded, events.c.event_id == evicted.id, data=json.dumps(data)) == 1
+    async with await EventStore.open(recorded) as store:
+        report = await verify_run(store, RUN)
+    assert [(m.kind, m.id, m.fields) for m in report.mismatches] == [("changed", evicted.id, ("data",))]
+    assert "gracePeriodSeconds" in report.mismatches[0].describe()
+
+
+async def test_tampered_input_is_caught(recorded: str) -> None:
+    """fluentd's declared log storm removed from the stored inputs: the eviction no longer follows."""
+    async with await EventStore.open(recorded) as store:
+        usage = [
+            e.envelope
+            for e in await store.read_by_type(["UsageDeclared"], run=RUN)
+            if json.loads(bytes(e.envelope.data))["key"] == "kube-system/DaemonSet/fluentd-elasticsearch"
+        ]
+    assert usage
+    target = usage[0]
+    data = json.loads(bytes(target.data))
+    data["usage"] = {k: v for k, v in data["usage"].items() if k not in ("logs", "rootfs", "volumes")}
+    assert await _update(recorded, events.c.event_id == target.id, data=json.dumps(data)) == 1
+    async with await EventStore.open(recorded) as store:
+        report = await verify_run(store, RUN)
+    assert not report.ok
+    gone = {(m.kind, m.type, m.pod) for m in report.mismatches}
+    assert ("missing", "PodEvicted", EVICTED) in gone or ("changed", "PodEvicted", EVICTED) in gone
+
+
+async def test_deleted_and_invented_decisions_are_caught(recorded: str) -> None:
+    async with await EventStore.open(recorded) as store, store.engine.begin() as conn:
+        victim = (await store.read_by_type(["NodeReclaimed"], run=RUN))[0].envelope
+        await conn.execute(sa.delete(events).where(events.c.event_id == victim.id))
+        await conn.execute(
+            sa.update(events)
+            .where(events.c.event_id == (await store.read_by_type(["NodeTaintAdded"], run=RUN))[0].envelope.id)
+            .values(event_id="00000000-0000-0000-0000-000000000000")
+        )
+    async with await EventStore.open(recorded) as store:
+        report = await verify_run(store, RUN)
+    kinds = sorted((m.kind, m.type) for m in report.mismatches)
+    assert kinds == [("missing", "NodeTaintAdded"), ("unexpected", "NodeReclaimed"), ("unexpected", "NodeTaintAdded")]
+
+
+def test_cli_exit_codes(recorded: str, capsys: object) -> None:
+    assert main(["replay", "--store", recorded, "--verify"]) == 0
+    import asyncio
+
+    async def tamper() -> None:
+        async with await EventStore.open(recorded) as store:
+            evicted = (await store.read_by_type(["PodEvicted"], run=RUN))[0].envelope
+        data = json.loads(bytes(evicted.data))
+        data["ranking"] = list(reversed(data["ranking"]))
+        await _update(recorded, events.c.event_id == evicted.id, data=json.dumps(data))
+
+    asyncio.run(tamper())
+    assert main(["replay", "--store", recorded, "--run", RUN, "--verify"]) == 1
+    assert main(["replay", "--store", recorded, "--run", "no-such-run", "--verify"]) == 2
