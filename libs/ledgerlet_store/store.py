@@ -298,10 +298,7 @@ class EventStore:
             q = q.where(events.c.kind != sa.literal(INTERNAL, literal_execute=True))
         if run is not None:
             q = q.where(events.c.run == run)
-        if t_from is not None:
-            q = q.where(events.c.t >= t_from)
-        if t_to is not None:
-            q = q.where(events.c.t <= t_to)
+        q = _window(q, t_from, t_to)
         q = q.order_by(events.c.t, events.c.order_key, events.c.position)
         return await self._fetch(q.limit(limit) if limit else q)
 
@@ -360,10 +357,7 @@ class EventStore:
             q = q.where(events.c.node == node)
         if pod is not None:
             q = q.where(events.c.pod == pod)
-        if t_from is not None:
-            q = q.where(events.c.t >= t_from)
-        if t_to is not None:
-            q = q.where(events.c.t <= t_to)
+        q = _window(q, t_from, t_to)
         if after is not None:
             t, key, position = after
             q = q.where(
@@ -396,10 +390,7 @@ class EventStore:
         )
         if types:
             q = q.where(events.c.type.in_(list(types)))
-        if t_from is not None:
-            q = q.where(events.c.t >= t_from)
-        if t_to is not None:
-            q = q.where(events.c.t <= t_to)
+        q = _window(q, t_from, t_to)
         q = q.order_by(events.c.t, events.c.order_key)
         return await self._fetch(q.limit(limit) if limit else q)
 
@@ -410,10 +401,7 @@ class EventStore:
         q = sa.select(events).where(events.c.stream == stream_id(run, stream))
         if types:
             q = q.where(events.c.type.in_(list(types)))
-        if t_from is not None:
-            q = q.where(events.c.t >= t_from)
-        if t_to is not None:
-            q = q.where(events.c.t <= t_to)
+        q = _window(q, t_from, t_to)
         return await self._fetch(q.order_by(events.c.t, events.c.order_key))
 
     async def runs(self) -> list[tuple[str, datetime]]:
@@ -463,6 +451,15 @@ class _Transaction:
             await self._ctx.__aexit__(*exc)
         finally:
             self._store._lock.release()
+
+
+def _window(q: sa.Select[Any], t_from: int | None, t_to: int | None) -> sa.Select[Any]:
+    """Events in ``[t_from, t_to]`` (virtual ns, either end open when None)."""
+    if t_from is not None:
+        q = q.where(events.c.t >= t_from)
+    if t_to is not None:
+        q = q.where(events.c.t <= t_to)
+    return q
 
 
 def _row(e: Envelope, sid: str, version: int) -> dict[str, Any]:
