@@ -84,3 +84,18 @@ def test_explain_cli(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> No
     assert "immediate grace period" in text
     assert main(["explain", "kube-system/kube-proxy-dlw8r", "--store", dsn]) == 1  # never ended
     assert main(["explain", "not-a-pod", "--store", dsn]) == 2
+
+
+def test_explain_says_why_a_pod_ranked_above_was_spared(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> None:
+    """memory-pressure example: kube-proxy (system-node-critical) ranks first at 580 s but
+    the kubelet does not evict critical pods, so default/api goes."""
+    import asyncio
+    from pathlib import Path
+
+    assert isinstance(tmp_path, Path)
+    dsn = sqlite_dsn(tmp_path)
+    asyncio.run(record(dsn, "memory-pressure.yaml", run="mp"))
+    assert main(["explain", "default/api", "--store", dsn, "--run", "mp"]) == 0
+    text = capsys.readouterr().out
+    assert "ranked 2nd of 3" in text
+    assert "Ranked above it: kube-system/kube-proxy-worker-1" in text and "does not evict critical pods" in text

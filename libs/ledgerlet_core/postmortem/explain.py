@@ -249,6 +249,20 @@ def _eviction_verdict(
         if "usageText" in place:
             reasons.append(f"usage {place['usageText']}")
         why_first = f" It ranked {ordinal(place['position'])} of {len(ranking)} ({', '.join(reasons)})."
+        above = [r["pod"] for r in ranking[: place["position"] - 1]]
+        skipped = set(data.get("skippedCritical") or [])
+        if above:
+            critical = [p for p in above if p in skipped or any(r.get("critical") for r in ranking if r["pod"] == p)]
+            why_first += (
+                f" Ranked above it: {', '.join(above)}"
+                + (
+                    f" ({', '.join(critical)} critical: the kubelet does not evict critical pods, "
+                    "pkg/kubelet/eviction/eviction_manager.go evictPod)"
+                    if critical
+                    else ""
+                )
+                + "."
+            )
     level = f" ({show(quantity, unit)})" if isinstance(quantity, int | float) else ""
     seen = f" fell to {show(observed, unit)}," if isinstance(observed, int | float) else ""
     verdict = (
