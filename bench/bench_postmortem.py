@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ledgerlet_core.scenario import load_scenario
 from ledgerlet_services.audit.queries import Audit
 from ledgerlet_services.embedded import run_embedded
-from ledgerlet_services.replay import verify_run
+from ledgerlet_services.replay import replay_run
 from ledgerlet_store.store import EventStore
 from scenarios import cluster
 
@@ -82,13 +82,15 @@ async def main() -> None:
             result = await run_embedded(scenario, store, run="base")
             print(f"recorded base run: {result.events_stored:,} events in {time.perf_counter() - began:.1f}s")
             print(f"verifying the base run from PostgreSQL ({result.events_stored:,} events) ...", flush=True)
-            report = await verify_run(store, "base")
-            assert report.ok, report.mismatches[:3]
-            replay_rate = report.events_per_second
+            replay = await replay_run(store, "base")
+            mismatches = replay.mismatches()
+            assert not mismatches, mismatches[:3]
+            rec = replay.recorded
+            replay_rate = replay.events_per_second
             print(
-                f"verified replay: {report.events:,} events, read {report.read_seconds:.2f}s "
-                f"({report.events / report.read_seconds:,.0f} events/s), re-derived and compared "
-                f"{report.derive_seconds:.2f}s: {replay_rate:,.0f} events/s end to end"
+                f"verified replay: {rec.events:,} events, read {rec.read_seconds:.2f}s "
+                f"({rec.events / rec.read_seconds:,.0f} events/s), re-derived {replay.derive_seconds:.2f}s: "
+                f"{replay_rate:,.0f} events/s end to end"
             )
         print(f"filling to {args.events:,} events ...", flush=True)
         copies = await fill(dsn, "base", args.events)

@@ -111,59 +111,48 @@ async def _replay(args: argparse.Namespace, console: Console) -> int:
     from ledgerlet_core.contracts.decision_log import encode_records, to_records
     from ledgerlet_core.contracts.registry import DECISION
     from ledgerlet_core.timefmt import parse_rfc3339
-    from ledgerlet_services.replay import NoSuchRun, read_recorded, rederive, resolve_run
-    from ledgerlet_services.report_console import virtual_time_progress
+    from ledgerlet_services.replay import NoSuchRun, replay_run
 
     store = await _open(args, console)
     if store is None:
         return EXIT_BAD_INPUT
     try:
-        try:
-            recorded = await read_recorded(store, await resolve_run(store, args.run))
-        except NoSuchRun as exc:
-            console.print(f"[red]error:[/red] {exc}", highlight=False)
-            return EXIT_BAD_INPUT
-        import time
-
-        began = time.perf_counter()
-        with virtual_time_progress(console, recorded.started.duration, enabled=console.is_terminal) as cb:
-            derived = await rederive(recorded, progress=cb)
-        derive_s = time.perf_counter() - began
-        if args.decisions is not None:
-            decisions = [e for e in derived.values() if e.kind == DECISION]
-            data = encode_records(to_records(decisions, parse_rfc3339(recorded.started.start)))
-            args.decisions.parent.mkdir(parents=True, exist_ok=True)
-            args.decisions.write_bytes(data)
-        summary = (
-            f"run {recorded.run}: {recorded.events} stored events read in {recorded.read_seconds:.2f}s, "
-            f"re-derived in {derive_s:.2f}s "
-            f"({recorded.events / max(recorded.read_seconds + derive_s, 1e-9):,.0f} events/s)"
-        )
-        if not args.verify:
-            console.print(summary, highlight=False)
-            return EXIT_OK
-        from ledgerlet_core.postmortem.compare import verify
-
-        mismatches = verify(recorded.others, derived)
-        console.print(summary, highlight=False)
-        if not mismatches:
-            n = len(recorded.others)
-            console.print(f"[green]verified:[/green] all {n} decisions and internal events re-derived identically")
-            return EXIT_OK
-        for m in mismatches[: args.max_shown]:
-            console.print(m.describe(), highlight=False, markup=False)
-        more = len(mismatches) - args.max_shown
-        if more > 0:
-            console.print(f"... and {more} more", highlight=False)
-        by_kind = {k: sum(m.kind == k for m in mismatches) for k in ("changed", "missing", "unexpected")}
-        console.print(
-            f"[red]{len(mismatches)} mismatches[/red] ({', '.join(f'{v} {k}' for k, v in by_kind.items() if v)}): "
-            "the stored decisions do not follow from the stored inputs",
-            highlight=False,
-        )
-        return EXIT_MISMATCH
+        replay = await replay_run(store, args.run)
+    except NoSuchRun as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        return EXIT_BAD_INPUT
     finally:
         await store.close()
+    recorded = replay.recorded
+    if args.decisions is not None:
+        decisions = [e for e in replay.derived.values() if e.kind == DECISION]
+        data = encode_records(to_records(decisions, parse_rfc3339(recorded.started.start)))
+        args.decisions.parent.mkdir(parents=True, exist_ok=True)
+        args.decisions.write_bytes(data)
+    console.print(
+        f"run {recorded.run}: {recorded.events} stored events read in {recorded.read_seconds:.2f}s, "
+        f"re-derived in {replay.derive_seconds:.2f}s ({replay.events_per_second:,.0f} events/s)",
+        highlight=False,
+    )
+    if not args.verify:
+        return EXIT_OK
+    mismatches = replay.mismatches()
+    if not mismatches:
+        n = len(recorded.others)
+        console.print(f"[green]verified:[/green] all {n} decisions and internal events re-derived identically")
+        return EXIT_OK
+    for m in mismatches[: args.max_shown]:
+        console.print(m.describe(), highlight=False, markup=False)
+    more = len(mismatches) - args.max_shown
+    if more > 0:
+        console.print(f"... and {more} more", highlight=False)
+    by_kind = {k: sum(m.kind == k for m in mismatches) for k in ("changed", "missing", "unexpected")}
+    console.print(
+        f"[red]{len(mismatches)} mismatches[/red] ({', '.join(f'{v} {k}' for k, v in by_kind.items() if v)}): "
+        "the stored decisions do not follow from the stored inputs",
+        highlight=False,
+    )
+    return EXIT_MISMATCH
 
 
 async def _whatif(args: argparse.Namespace, console: Console) -> int:

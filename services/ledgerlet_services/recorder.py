@@ -16,11 +16,11 @@ from typing import Protocol
 import msgspec
 from sqlalchemy.exc import SQLAlchemyError
 
-from ledgerlet_bus.api import Bus, BusUnavailable, CommitRejected
+from ledgerlet_bus.api import Bus, CommitRejected
 from ledgerlet_bus.retry import with_backoff
 from ledgerlet_core.contracts.envelope import Envelope, decode_envelope
 from ledgerlet_core.contracts.internal import compact_observation_json
-from ledgerlet_services.shell import next_offsets
+from ledgerlet_services.shell import next_offsets, poll
 from ledgerlet_services.telemetry import Telemetry
 from ledgerlet_services.topics import ALL_TOPICS
 from ledgerlet_store.store import StoreError
@@ -88,12 +88,7 @@ class RecorderRunner:
             while not self._stop.is_set():
                 if self.heartbeat is not None:
                     self.heartbeat()
-                try:
-                    records = await consumer.getmany(timeout=0.2, max_records=self.max_records)
-                except BusUnavailable as exc:
-                    log.warning("%s: %s", self.name, exc)
-                    await asyncio.sleep(0.5)
-                    continue
+                records = await poll(consumer, self.max_records, self.name)
                 if not records:
                     continue
                 decoded = [(decode_envelope(r.value), r.headers) for r in records]

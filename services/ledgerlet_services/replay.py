@@ -19,7 +19,6 @@ import msgspec
 from ledgerlet_core.contracts import inputs as ev
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.registry import DECISION, INPUT, decode_data, encode_data
-from ledgerlet_core.errors import InputError
 from ledgerlet_core.kubelet_config import resolve_kubelet_config
 from ledgerlet_core.postmortem.compare import DecisionDiff, Mismatch, decision_diff, verify
 from ledgerlet_core.postmortem.overrides import apply_overrides
@@ -113,30 +112,29 @@ async def rederive(
 
 
 @dataclass
-class VerifyReport:
-    run: str
-    events: int
-    mismatches: list[Mismatch]
-    read_seconds: float
+class Replay:
+    """A run's stored events and what the control loops derive again from its inputs."""
+
+    recorded: RecordedRun
+    derived: dict[str, Envelope]
     derive_seconds: float
 
     @property
-    def ok(self) -> bool:
-        return not self.mismatches
-
-    @property
     def events_per_second(self) -> float:
-        return self.events / max(self.read_seconds + self.derive_seconds, 1e-9)
+        return self.recorded.events / max(self.recorded.read_seconds + self.derive_seconds, 1e-9)
+
+    def mismatches(self) -> list[Mismatch]:
+        return verify(self.recorded.others, self.derived)
 
 
-async def verify_run(
+async def replay_run(
     store: EventStore, run: str | None = None, *, progress: Callable[[int], None] | None = None
-) -> VerifyReport:
+) -> Replay:
+    """Read a run and re-derive it (``ledgerlet replay``); :class:`NoSuchRun` if it is not there."""
     recorded = await read_recorded(store, await resolve_run(store, run))
     began = time.perf_counter()
     derived = await rederive(recorded, progress=progress)
-    mismatches = verify(recorded.others, derived)
-    return VerifyReport(recorded.run, recorded.events, mismatches, recorded.read_seconds, time.perf_counter() - began)
+    return Replay(recorded, derived, time.perf_counter() - began)
 
 
 @dataclass
@@ -180,6 +178,3 @@ async def whatif_run(
     rec = [e for e in recorded.others if e.kind == DECISION]
     alt = sorted((e for e in derived.values() if e.kind == DECISION), key=Envelope.sort_key)
     return WhatIfReport(recorded.run, decision_diff(rec, alt), configs, recorded.open_loop_nodes, rec, alt)
-
-
-__all__ = ["InputError", "NoSuchRun", "VerifyReport", "WhatIfReport", "read_recorded", "verify_run", "whatif_run"]

@@ -100,12 +100,7 @@ class ServiceRunner:
             while not self._stop.is_set():
                 if self.heartbeat is not None:
                     self.heartbeat()
-                try:
-                    records = await consumer.getmany(timeout=0.2, max_records=self.max_records)
-                except BusUnavailable as exc:
-                    log.warning("%s: %s", self.name, exc)
-                    await asyncio.sleep(0.5)
-                    continue
+                records = await poll(consumer, self.max_records, self.name)
                 if not records:
                     continue
                 began = time.perf_counter()
@@ -311,6 +306,16 @@ def root_of(env: Envelope) -> SortKey | None:
     if len(env.order) <= 2:
         return None
     return (env.t, (env.order[0], env.order[1]))
+
+
+async def poll(consumer: Consumer, max_records: int, who: str) -> list[Record]:
+    """One batch, or none: while the broker is away, say so and wait a little."""
+    try:
+        return await consumer.getmany(timeout=0.2, max_records=max_records)
+    except BusUnavailable as exc:
+        log.warning("%s: %s", who, exc)
+        await asyncio.sleep(0.5)
+        return []
 
 
 def next_offsets(records: list[Record]) -> dict[TopicPartition, int]:

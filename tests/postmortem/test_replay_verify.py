@@ -7,11 +7,16 @@ import json
 
 import sqlalchemy as sa
 
+from ledgerlet_core.postmortem.compare import Mismatch
 from ledgerlet_services.cli import main
-from ledgerlet_services.replay import verify_run
+from ledgerlet_services.replay import replay_run
 from ledgerlet_store.schema import events
 from ledgerlet_store.store import EventStore
 from tests.postmortem.conftest import EVICTED, RUN
+
+
+async def verify_run(store: EventStore, run: str) -> list[Mismatch]:
+    return (await replay_run(store, run)).mismatches()
 
 
 async def _update(dsn: str, where: sa.ColumnElement[bool], **values: object) -> int:
@@ -22,10 +27,10 @@ async def _update(dsn: str, where: sa.ColumnElement[bool], **values: object) -> 
 
 async def test_untouched_run_verifies(recorded: str) -> None:
     async with await EventStore.open(recorded) as store:
-        report = await verify_run(store, RUN)
+        replay = await replay_run(store, RUN)
         total = await store.count(RUN)
-    assert report.ok, [m.describe() for m in report.mismatches[:5]]
-    assert report.events == total > 800
+    assert replay.mismatches() == [], [m.describe() for m in replay.mismatches()[:5]]
+    assert replay.recorded.events == total > 800
 
 
 async def test_tampered_decision_is_caught(recorded: str) -> None:
@@ -35,9 +40,9 @@ async def test_tampered_decision_is_caught(recorded: str) -> None:
     data["gracePeriodSeconds"] = 30  # someone "fixes" the record after the fact
     assert await _update(recorded, events.c.event_id == evicted.id, data=json.dumps(data)) == 1
     async with await EventStore.open(recorded) as store:
-        report = await verify_run(store, RUN)
-    assert [(m.kind, m.id, m.fields) for m in report.mismatches] == [("changed", evicted.id, ("data",))]
-    assert "gracePeriodSeconds" in report.mismatches[0].describe()
+        mismatches = await verify_run(store, RUN)
+    assert [(m.kind, m.id, m.fields) for m in mismatches] == [("changed", evicted.id, ("data",))]
+    assert "gracePeriodSeconds" in mismatches[0].describe()
 
 
 async def test_tampered_input_is_caught(recorded: str) -> None:
@@ -54,9 +59,9 @@ async def test_tampered_input_is_caught(recorded: str) -> None:
     data["usage"] = {k: v for k, v in data["usage"].items() if k not in ("logs", "rootfs", "volumes")}
     assert await _update(recorded, events.c.event_id == target.id, data=json.dumps(data)) == 1
     async with await EventStore.open(recorded) as store:
-        report = await verify_run(store, RUN)
-    assert not report.ok
-    gone = {(m.kind, m.type, m.pod) for m in report.mismatches}
+        mismatches = await verify_run(store, RUN)
+    assert mismatches
+    gone = {(m.kind, m.type, m.pod) for m in mismatches}
     assert ("missing", "PodEvicted", EVICTED) in gone or ("changed", "PodEvicted", EVICTED) in gone
 
 
@@ -70,8 +75,8 @@ async def test_deleted_and_invented_decisions_are_caught(recorded: str) -> None:
             .values(event_id="00000000-0000-0000-0000-000000000000")
         )
     async with await EventStore.open(recorded) as store:
-        report = await verify_run(store, RUN)
-    kinds = sorted((m.kind, m.type) for m in report.mismatches)
+        mismatches = await verify_run(store, RUN)
+    kinds = sorted((m.kind, m.type) for m in mismatches)
     assert kinds == [("missing", "NodeTaintAdded"), ("unexpected", "NodeReclaimed"), ("unexpected", "NodeTaintAdded")]
 
 
