@@ -74,6 +74,19 @@ def allocatable(capacity: Mapping[str, Quantity], config: KubeletConfig) -> Reso
     return out
 
 
+def reported_capacity(
+    declared: Mapping[str, Quantity], machine: Mapping[str, int], config: KubeletConfig
+) -> ResourceList:
+    """What the kubelet reports as capacity: the Node object's, with the machine's memory
+    and root filesystem where a ``usage`` entry declares them, and ``pods`` from maxPods."""
+    cap = dict(declared)
+    if "memory" in machine:
+        cap["memory"] = Quantity.bytes(machine["memory"])
+    if "nodefs" in machine:
+        cap["ephemeral-storage"] = Quantity.bytes(machine["nodefs"])
+    return status_capacity(cap, config)
+
+
 def condition_taints(conditions: Iterable[str]) -> list[Taint]:
     """NoSchedule taints for the pressure conditions a node reports True."""
     return [Taint(key=CONDITION_TAINTS[c], effect=NO_SCHEDULE) for c in conditions if c in CONDITION_TAINTS]

@@ -10,10 +10,11 @@ from ledgerlet_services.collector import Collector
 from ledgerlet_services.controller_manager import ControllerManager
 from ledgerlet_services.eviction_manager import EvictionManager
 from ledgerlet_services.recorder import NAME as RECORDER
+from ledgerlet_services.scheduler import Scheduler
 from ledgerlet_services.topics import ALL_TOPICS
 
 #: the control loops: consume, fold, decide, publish (the virtual clock waits for them)
-CONTROL_LOOPS: Final[tuple[type[Service], ...]] = (Collector, EvictionManager, ControllerManager)
+CONTROL_LOOPS: Final[tuple[type[Service], ...]] = (Collector, EvictionManager, Scheduler, ControllerManager)
 
 #: the decision audit API: reads the store only (``ledgerlet serve`` as a service)
 AUDIT_API: Final = "audit-api"

@@ -39,6 +39,7 @@ from ledgerlet_core.kubelet_config import KubeletConfig, config_for_node
 from ledgerlet_core.oom import ContainerRun, NodeMemory
 from ledgerlet_core.quantity import Quantity
 from ledgerlet_core.scenario import FILESYSTEMS_ANNOTATION
+from ledgerlet_core.scheduling.admission import apply_admitted
 from ledgerlet_core.stats import (
     NodeCapacity,
     PodPlan,
@@ -135,10 +136,17 @@ class Collector(Service):
             pod = convert(data.object, Pod)
             self.known_pods[pod.key] = pod
 
+    def _on_PodAdmitted(self, env: Envelope, data: dec.PodAdmitted, out: Emitter) -> None:
+        pod = self.known_pods.get(env.pod or "")
+        if pod is not None:
+            self.known_pods[pod.key] = apply_admitted(pod, data)
+
     def _on_PodStarted(self, env: Envelope, data: PodStarted, out: Emitter) -> None:
         # Only the kubelet knows whether a pod that arrived later runs: wait for it to say so.
         pod = self.known_pods.get(data.pod)
         if pod is not None and pod.metadata.uid == data.uid:
+            if pod.spec.node_name != data.node:  # placed by the scheduler
+                pod = msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name=data.node))
             self._place(pod)
             node = self.nodes.get(data.node)
             if node is not None and node.memory is not None:

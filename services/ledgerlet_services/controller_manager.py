@@ -37,6 +37,7 @@ from ledgerlet_core.controllers.workloads import (
     replicas,
     stateful_pod_name,
 )
+from ledgerlet_core.duration import SECOND
 from ledgerlet_core.k8s.admission import AdmissionError, admit_priority, known_classes, with_status
 from ledgerlet_core.k8s.objects import Node, Pod, PriorityClass, Workload
 from ledgerlet_services.base import Service
@@ -44,6 +45,9 @@ from ledgerlet_services.collector import WORKLOAD_ANNOTATION
 from ledgerlet_services.emitter import Emitter
 from ledgerlet_services.timers import Timers
 from ledgerlet_services.topics import CLOCK, DECISIONS, INPUTS
+
+#: how long a controller waits before replacing a pod its kubelet refused (see _on_PodRejected)
+REJECTED_REPLACEMENT_DELAY = SECOND
 
 #: how a pod ends, from the controllers' point of view
 FAILED = "failed"  # evicted, rejected, OOM-killed for good: the object stays, phase Failed
@@ -180,7 +184,7 @@ class ControllerManager(Service):
             self._node_order.pop(data.name, None)
 
     # -- how pods end --------------------------------------------------------------------
-    def _ended(self, pod_key: str | None, state: str, env: Envelope, out: Emitter) -> None:
+    def _ended(self, pod_key: str | None, state: str, env: Envelope, out: Emitter, *, delay: int = 0) -> None:
         p = self.pods.get(pod_key or "")
         if p is None or p.state == GONE:
             return
@@ -207,6 +211,10 @@ class ControllerManager(Service):
         if replaceable and all(k != p.pod.key for _, k in owner.to_replace):
             owner.to_replace.append((env.sort_key(), p.pod.key))
             owner.to_replace.sort()  # by when they ended, however the events were consumed
+        if delay:
+            heapq.heappush(self._due, (env.t + delay, p.owner, p.pod.spec.node_name if kind == "DaemonSet" else ""))
+            self._wake(env.t + delay, out)
+            return
         self._mark(p.owner, p.pod.spec.node_name if kind == "DaemonSet" else None)
         self._wake(env.t, out)
 
@@ -215,13 +223,34 @@ class ControllerManager(Service):
 
     def _on_PodRejected(self, env: Envelope, data: dec.PodRejected, out: Emitter) -> None:
         if data.admitter == "kubelet":
-            self._ended(env.pod, FAILED, env, out)
+            # Upstream replaces it at once and the create -> schedule -> reject loop spins at
+            # the speed of its API calls until the node's taint keeps the scheduler away; in
+            # virtual time that would never end, so the replacement waits one second.
+            self._ended(env.pod, FAILED, env, out, delay=REJECTED_REPLACEMENT_DELAY)
+        elif data.admitter == "apiserver" and env.pod in self.pods:
+            # the create failed (quota, RuntimeClass): the pod was never stored; try again later
+            p = self.pods.pop(env.pod)
+            owner = self.owners.get(p.owner)
+            if owner is not None and env.pod in owner.pods:
+                owner.pods.remove(env.pod)
+                owner.failures += 1
+                at = env.t + backoff(JOB_BACKOFF_INITIAL, JOB_BACKOFF_MAX, owner.failures)
+                heapq.heappush(self._due, (at, p.owner, ""))
+                self._wake(at, out)
 
     def _on_OOMKilled(self, env: Envelope, data: dec.OOMKilled, out: Emitter) -> None:
         if data.pod_failed:
             self._ended(env.pod, FAILED, env, out)
 
     def _on_PodTerminated(self, env: Envelope, data: dec.PodTerminated, out: Emitter) -> None:
+        self._ended(env.pod, GONE, env, out)
+
+    def _on_PodPreempted(self, env: Envelope, data: dec.PodPreempted, out: Emitter) -> None:
+        # deleted by the scheduler: no longer active for its owner (FilterActivePods), though
+        # a StatefulSet waits for it to be gone before it reuses the name
+        self._ended(env.pod, FAILED, env, out)
+
+    def _on_PodForceDeleted(self, env: Envelope, data: dec.PodForceDeleted, out: Emitter) -> None:
         self._ended(env.pod, GONE, env, out)
 
     def _on_PodStarted(self, env: Envelope, data: PodStarted, out: Emitter) -> None:

@@ -12,6 +12,8 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from ledgerlet_core.codec import convert
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
@@ -39,6 +41,7 @@ from ledgerlet_core.eviction.signals import SIGNAL_TO_CONDITION
 from ledgerlet_core.k8s.objects import Node, Pod
 from ledgerlet_core.kubelet_config import config_for_node
 from ledgerlet_core.scenario import FILESYSTEMS_ANNOTATION, exit_after_seconds
+from ledgerlet_core.scheduling.admission import apply_admitted
 from ledgerlet_core.stats import effective_layout
 from ledgerlet_core.usage import parse_node_usage
 from ledgerlet_services.base import Service
@@ -73,6 +76,9 @@ class EvictionManager(Service):
         self._limits: dict[str, bool] = {}
         #: pods that arrived or were deleted, handled at the next tick in event order
         self.arrivals: list[tuple[tuple[int, tuple[int, ...]], str, tuple[str, Any]]] = []
+        #: pods the API server has not admitted yet, and admitted pods waiting for the scheduler
+        self.unadmitted: dict[str, Pod] = {}
+        self.unbound: dict[str, Pod] = {}
         self.timers = Timers(self.name)
 
     def handle(self, env: Envelope, out: Emitter) -> None:
@@ -101,11 +107,24 @@ class EvictionManager(Service):
             else:
                 existing.node, existing.config, existing.layout = node, config, layout
         elif kind == "Pod":
-            self._pod_applied(env, convert(data.object, Pod), data.initial, out)
+            pod = convert(data.object, Pod)
+            if data.initial:
+                self._pod_applied(env, pod, True, out)
+            else:
+                self._arrived(pod)
 
     def _on_ObjectCreated(self, env: Envelope, data: ObjectCreated, out: Emitter) -> None:
         if data.object.get("kind") == "Pod":
-            self._pod_applied(env, convert(data.object, Pod), False, out)
+            self._arrived(convert(data.object, Pod))
+
+    def _arrived(self, pod: Pod) -> None:
+        """A pod created or updated: an update of a pod here changes it, a new one waits for admission."""
+        node = self.nodes.get(self.pod_node.get(pod.key, ""))
+        if node is not None and pod.key in node.active:
+            node.active[pod.key] = msgspec.structs.replace(pod, spec=node.active[pod.key].spec)
+            return
+        if pod.key not in self.unbound:
+            self.unadmitted[pod.key] = pod
 
     def _on_UsageDeclared(self, env: Envelope, data: inp.UsageDeclared, out: Emitter) -> None:
         if not data.key.startswith("node/"):
@@ -134,9 +153,36 @@ class EvictionManager(Service):
         # Admission is a decision: taken at the next tick, once every service has this pod.
         self._later(env, ("admit", pod), out)
 
+    def _on_PodAdmitted(self, env: Envelope, data: dec.PodAdmitted, out: Emitter) -> None:
+        """The API server stored the pod: bound by its creator, or waiting for the scheduler."""
+        pod = self.unadmitted.pop(env.pod or "", None)
+        if pod is None:
+            return
+        pod = apply_admitted(pod, data)
+        if pod.spec.node_name:
+            self._pod_applied(env, pod, False, out)
+        else:
+            self.unbound[pod.key] = pod
+
+    def _on_PodScheduled(self, env: Envelope, data: dec.PodScheduled, out: Emitter) -> None:
+        pod = self.unbound.pop(env.pod or "", None)
+        if pod is not None and env.node:
+            bound = msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name=env.node))
+            self._pod_applied(env, bound, False, out)
+
+    def _on_PodRejected(self, env: Envelope, data: dec.PodRejected, out: Emitter) -> None:
+        if data.admitter == "apiserver":
+            self.unadmitted.pop(env.pod or "", None)
+
+    def _on_PodPreempted(self, env: Envelope, data: dec.PodPreempted, out: Emitter) -> None:
+        """The scheduler deleted a victim: the kubelet stops it with its own grace period."""
+        self._later(env, ("preempt", (env.pod or "", data)), out)
+
     def _on_ObjectDeleted(self, env: Envelope, data: inp.ObjectDeleted, out: Emitter) -> None:
         if data.kind == "Pod":
-            self._later(env, ("delete", data), out)
+            key = f"{data.namespace or 'default'}/{data.name}"
+            if self.unbound.pop(key, None) is None:
+                self._later(env, ("delete", data), out)
 
     def _later(self, env: Envelope, work: tuple[str, Any], out: Emitter) -> None:
         self.arrivals.append((env.sort_key(), env.id, work))
@@ -172,6 +218,14 @@ class EvictionManager(Service):
         grace = data.grace_period_seconds if data.grace_period_seconds is not None else own
         reason = "ForceDeleted" if data.force else "Deleted"
         self._stop(env, node.name, pod, grace, reason, cause, out)
+
+    def _preempted(self, env: Envelope, victim: tuple[str, dec.PodPreempted], cause: str, out: Emitter) -> None:
+        key, data = victim
+        node = self.nodes.get(self.pod_node.get(key, ""))
+        pod = node.active.pop(key, None) if node else None
+        if node is None or pod is None:
+            return
+        self._stop(env, node.name, pod, data.grace_period_seconds, "Preempted", cause, out)
 
     def _limited(self, pod: Pod) -> bool:
         """Whether a pod sets local-storage limits (cached: pods do not change once admitted)."""
@@ -348,6 +402,8 @@ class EvictionManager(Service):
         for _, cause, (what, payload) in arrivals:
             if what == "admit":
                 self._admit(payload, cause, out)
+            elif what == "preempt":
+                self._preempted(env, payload, cause, out)
             else:
                 self._delete(env, payload, cause, out)
 

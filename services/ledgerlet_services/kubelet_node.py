@@ -12,8 +12,7 @@ from ledgerlet_core.eviction.manager import POD_CLEANUP_TIMEOUT, EvictionState
 from ledgerlet_core.eviction.reclaim import RuntimeView, periodic_image_gc
 from ledgerlet_core.k8s.objects import Node, Pod, ResourceList, Taint
 from ledgerlet_core.kubelet_config import KubeletConfig
-from ledgerlet_core.node_status import allocatable, condition_taints, status_capacity
-from ledgerlet_core.quantity import Quantity
+from ledgerlet_core.node_status import allocatable, condition_taints, reported_capacity
 from ledgerlet_core.summary import Summary
 
 
@@ -47,12 +46,7 @@ class KubeletNode:
         return self.node.metadata.name
 
     def capacity(self) -> ResourceList:
-        cap = dict(self.node.status.capacity)
-        if "memory" in self.machine:
-            cap["memory"] = Quantity.bytes(self.machine["memory"])
-        if "nodefs" in self.machine:
-            cap["ephemeral-storage"] = Quantity.bytes(self.machine["nodefs"])
-        return status_capacity(cap, self.config)
+        return reported_capacity(self.node.status.capacity, self.machine, self.config)
 
     def status_update(self) -> tuple[NodeStatusUpdated | None, list[dec.NodeTaintAdded], list[dec.NodeTaintRemoved]]:
         """Node status as the kubelet publishes it now, if it changed; then the taint changes."""

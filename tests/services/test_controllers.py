@@ -86,12 +86,18 @@ async def test_workloads_create_their_pods_and_replace_evicted_ones(tmp_path: Pa
     assert all(len(n.rsplit("-", 1)[1]) == 5 for n in web)
     assert ("ops/" + "agent", "n1") in [(p.rsplit("-", 1)[0], n) for p, n in at_start]  # only the ssd node
     assert not any(p.startswith("ops/agent") and n == "n2" for p, n in at_start)
-    # StatefulSet, OrderedReady: db-0 exists and runs, so db-1 is created (pending: no scheduler)
+    # StatefulSet, OrderedReady: db-0 exists and runs, so db-1 is created (then scheduled)
     assert "shop/db-1" in names and "shop/db-0" not in names
     assert "shop/cache-old" not in names and not any(n.startswith("shop/cache-") for n in names)
 
-    evicted = {d.pod: d.t for d in decisions if d.type == "PodEvicted"}
-    replaced = {d.pod: (d.t, decode_data(d)) for d in decisions if d.type == "PodReplaced"}
+    # the first eviction and replacement of each pod (the replacements are scheduled and evicted in turn)
+    evicted: dict[str, int] = {}
+    replaced: dict[str, tuple[int, Any]] = {}
+    for d in decisions:
+        if d.type == "PodEvicted":
+            evicted.setdefault(d.pod, d.t)
+        elif d.type == "PodReplaced":
+            replaced.setdefault(d.pod, (d.t, decode_data(d)))
     # a StatefulSet pod is recreated under its own name once the old one is gone: it would take
     # 15s to exit, but a hard eviction's 1s grace cuts that short
     t, db = replaced["shop/db-0"]
@@ -100,6 +106,21 @@ async def test_workloads_create_their_pods_and_replace_evicted_ones(tmp_path: Pa
     t, cache = replaced["shop/cache-old"]
     assert cache.replacement.startswith("shop/cache-") and cache.replacement != "shop/cache-old"
     assert t == evicted["shop/cache-old"] and cache.owner == "ReplicaSet/cache"
+    # the scheduler placed it on the only node without a memory-pressure taint yet; that node's
+    # kubelet refused it (its own condition is already True), and the next replacement came a
+    # second later and found both nodes tainted
+    by_pod = [(d.t, d.type) for d in decisions if d.pod == cache.replacement]
+    assert (evicted["shop/cache-old"], "PodScheduled") in by_pod and (
+        evicted["shop/cache-old"],
+        "PodRejected",
+    ) in by_pod
+    t_next, again = replaced[cache.replacement]
+    assert t_next == t + 10**9
+    unschedulable = next(d for d in decisions if d.pod == again.replacement and d.type == "PodUnschedulable")
+    assert decode_data(unschedulable).message == (
+        "0/2 nodes are available: 2 node(s) had untolerated taint {node.kubernetes.io/memory-pressure: }. "
+        "preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+    )
 
 
 async def test_controllers_are_deterministic(tmp_path: Path) -> None:

@@ -60,8 +60,14 @@ def admit_priority(pod: Pod, classes: Mapping[str, PriorityClass]) -> Pod:
             f"admission controller computed {value} from the given PriorityClass name",
             "spec.priority",
         )
+    if policy is not None and spec.preemption_policy is not None and spec.preemption_policy != policy:
+        raise AdmissionError(
+            forbidden + f"the string value of PreemptionPolicy ({spec.preemption_policy}) must not be provided in pod "
+            f"spec; priority admission controller computed {policy} from the given PriorityClass name",
+            "spec.preemptionPolicy",
+        )
     spec = msgspec.structs.replace(
-        spec, priority_class_name=name, priority=value, preemption_policy=spec.preemption_policy or policy
+        spec, priority_class_name=name, priority=value, preemption_policy=policy or spec.preemption_policy
     )
     return msgspec.structs.replace(pod, spec=spec)
 

@@ -1,0 +1,144 @@
+"""What the scheduler knows of pods and nodes (its cache), in integer units.
+
+Requests are in nanos of their resource (cpu: nanocores, memory: bytes x 1e9), as
+``Quantity.nanos`` gives them, so every comparison is exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ledgerlet_core.k8s.objects import Node, Pod, Taint, Toleration
+from ledgerlet_core.k8s.priority import pod_priority
+from ledgerlet_core.k8s.resources import pod_requests
+from ledgerlet_core.quantity import Quantity
+
+#: ``pkg/scheduler/util/non_zero.go``: what scoring assumes for a container requesting nothing
+DEFAULT_MILLI_CPU_REQUEST = 100 * 10**6  # 100m in nanocores
+DEFAULT_MEMORY_REQUEST = 200 * 1024 * 1024 * 10**9  # 200Mi in nanobytes
+
+#: resources the Fit filter checks by name, in upstream's order; the rest are scalars
+FIT_ORDER = ("cpu", "memory", "ephemeral-storage")
+
+
+@dataclass(slots=True)
+class PodInfo:
+    """A pod as the scheduler sees it: identity, priority, effective requests."""
+
+    key: str
+    name: str
+    namespace: str
+    uid: str
+    labels: dict[str, str]
+    priority: int
+    preemption_policy: str
+    requests: dict[str, int]
+    nonzero_cpu: int
+    nonzero_memory: int
+    tolerations: list[Toleration]
+    node_selector: dict[str, str]
+    termination_grace: int
+    scheduler_name: str
+    #: when it started (ns); None: not started yet (treated as "now" where compared)
+    start: int | None = None
+    #: deletion requested (Terminating); ``by_preemption`` when the scheduler asked for it
+    terminating: bool = False
+    by_preemption: bool = False
+    nominated: str = ""
+
+    @property
+    def requests_nothing(self) -> bool:
+        return not any(v for k, v in self.requests.items())
+
+
+def _req(requests: dict[str, Quantity], name: str, default: int) -> int:
+    q = requests.get(name)
+    return default if q is None else q.nanos
+
+
+def pod_info(pod: Pod) -> PodInfo:
+    """``PodRequests`` with overhead (the Fit filter and quota), and the non-zero view scoring uses."""
+    reqs = {k: q.nanos for k, q in pod_requests(pod).items() if q.nanos}
+    # scoring's non-zero view: a container that does not set a cpu/memory request counts
+    # as 100m / 200Mi (an explicit 0 stays 0)
+    cpu = sum(_req(c.resources.requests, "cpu", DEFAULT_MILLI_CPU_REQUEST) for c in pod.spec.containers)
+    mem = sum(_req(c.resources.requests, "memory", DEFAULT_MEMORY_REQUEST) for c in pod.spec.containers)
+    if pod.spec.overhead:
+        cpu += pod.spec.overhead["cpu"].nanos if "cpu" in pod.spec.overhead else 0
+        mem += pod.spec.overhead["memory"].nanos if "memory" in pod.spec.overhead else 0
+    tgps = pod.spec.termination_grace_period_seconds
+    return PodInfo(
+        key=pod.key,
+        name=pod.metadata.name,
+        namespace=pod.metadata.namespace or "default",
+        uid=pod.metadata.uid,
+        labels=dict(pod.metadata.labels),
+        priority=pod_priority(pod),
+        preemption_policy=pod.spec.preemption_policy or "PreemptLowerPriority",
+        requests=reqs,
+        nonzero_cpu=cpu,
+        nonzero_memory=mem,
+        tolerations=list(pod.spec.tolerations),
+        node_selector=dict(pod.spec.node_selector),
+        termination_grace=tgps if tgps is not None else 30,
+        scheduler_name=pod.spec.scheduler_name or "default-scheduler",
+    )
+
+
+@dataclass(slots=True)
+class NodeInfo:
+    """A node and the pods the scheduler has on it (bound or assumed)."""
+
+    name: str
+    order: int
+    labels: dict[str, str]
+    allocatable: dict[str, int]
+    taints: list[Taint] = field(default_factory=list)
+    unschedulable: bool = False
+    pods: dict[str, PodInfo] = field(default_factory=dict)
+    requested: dict[str, int] = field(default_factory=dict)
+    nonzero_cpu: int = 0
+    nonzero_memory: int = 0
+
+    @property
+    def allowed_pods(self) -> int:
+        return self.allocatable.get("pods", 0) // 10**9
+
+    def add(self, p: PodInfo) -> None:
+        self.pods[p.key] = p
+        for k, v in p.requests.items():
+            self.requested[k] = self.requested.get(k, 0) + v
+        self.nonzero_cpu += p.nonzero_cpu
+        self.nonzero_memory += p.nonzero_memory
+
+    def remove(self, key: str) -> PodInfo | None:
+        p = self.pods.pop(key, None)
+        if p is None:
+            return None
+        for k, v in p.requests.items():
+            self.requested[k] = self.requested.get(k, 0) - v
+        self.nonzero_cpu -= p.nonzero_cpu
+        self.nonzero_memory -= p.nonzero_memory
+        return p
+
+    def clone(self) -> NodeInfo:
+        return NodeInfo(
+            self.name,
+            self.order,
+            self.labels,
+            self.allocatable,
+            self.taints,
+            self.unschedulable,
+            dict(self.pods),
+            dict(self.requested),
+            self.nonzero_cpu,
+            self.nonzero_memory,
+        )
+
+
+def node_allocatable(node: Node) -> dict[str, int]:
+    """``status.allocatable`` (capacity where allocatable is not given), in nanos."""
+    alloc = node.status.allocatable or node.status.capacity
+    out = {k: q.nanos for k, q in node.status.capacity.items()}
+    out.update({k: q.nanos for k, q in alloc.items()})
+    return out

@@ -1,0 +1,239 @@
+"""DefaultPreemption: who may preempt, which victims on a node, which node.
+
+Upstream: ``framework/plugins/defaultpreemption/default_preemption.go``
+(``PodEligibleToPreemptOthers``, ``SelectVictimsOnNode``, ``filterPodsWithPDBViolation``,
+``calculateNumCandidates``) and ``framework/preemption/preemption.go``
+(``findCandidates``, ``DryRunPreemption``, ``pickOneNodeForPreemption``). Upstream
+starts the dry run at a random offset and takes the first of equal nodes from a Go map;
+here the offset is 0 and ties go to node order, and the decision records both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from ledgerlet_core.k8s.objects import LabelSelector
+from ledgerlet_core.k8s.selectors import is_empty, matches
+from ledgerlet_core.scheduling.filters import UNRESOLVABLE, UNSCHEDULABLE, NodeStatus, histogram, run_filters
+from ledgerlet_core.scheduling.info import NodeInfo, PodInfo
+
+NO_VICTIMS: Final = "No preemption victims found for incoming pod"
+NOT_HELPFUL: Final = "Preemption is not helpful for scheduling"
+NOT_ELIGIBLE_NEVER: Final = "not eligible due to preemptionPolicy=Never."
+NOT_ELIGIBLE_TERMINATING: Final = "not eligible due to a terminating pod on the nominated node."
+#: int32 max + 1: victims' priorities are shifted by it before summing (all terms positive)
+PRIORITY_SHIFT: Final = 2**31
+
+
+@dataclass(frozen=True, slots=True)
+class PDB:
+    """A PodDisruptionBudget as preemption reads it: ``status.disruptionsAllowed``."""
+
+    name: str
+    namespace: str
+    selector: LabelSelector | None
+    disruptions_allowed: int
+    disrupted_pods: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    node: str
+    order: int
+    victims: tuple[PodInfo, ...]
+    pdb_violations: int
+
+
+@dataclass(slots=True)
+class Preemption:
+    """The PostFilter's outcome. ``nominate``: node to nominate, "" to clear, None to leave."""
+
+    nominate: str | None
+    message: str
+    victims: list[PodInfo] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
+    #: which step of the node-pick chain settled it, and the nodes still tied before it
+    decided_by: str = ""
+    tied: list[str] = field(default_factory=list)
+    offset: int = 0
+    examined: int = 0
+    node_statuses: dict[str, NodeStatus] = field(default_factory=dict)
+
+
+def more_important(a: PodInfo, b: PodInfo, now: int) -> bool:
+    """``MoreImportantPod``: higher priority, then the one that started earlier (unset = now)."""
+    if a.priority != b.priority:
+        return a.priority > b.priority
+    return (a.start if a.start is not None else now) < (b.start if b.start is not None else now)
+
+
+def importance_key(now: int) -> Callable[[PodInfo], tuple[int, int]]:
+    return lambda p: (-p.priority, p.start if p.start is not None else now)
+
+
+def eligible(pod: PodInfo, nodes: Mapping[str, NodeInfo], statuses: Mapping[str, NodeStatus]) -> str | None:
+    """``PodEligibleToPreemptOthers``: None if eligible, else why not."""
+    if pod.preemption_policy == "Never":
+        return NOT_ELIGIBLE_NEVER
+    nominated = pod.nominated
+    if nominated:
+        status = statuses.get(nominated)
+        if status is not None and status.code == UNRESOLVABLE:
+            return None
+        node = nodes.get(nominated)
+        if node is not None and any(
+            p.priority < pod.priority and p.terminating and p.by_preemption for p in node.pods.values()
+        ):
+            return NOT_ELIGIBLE_TERMINATING
+    return None
+
+
+def num_candidates(num_potential: int, percentage: int, absolute: int) -> int:
+    """``calculateNumCandidates``: a share of the potential nodes, at least ``absolute``."""
+    n = num_potential * percentage // 100
+    return min(max(n, absolute), num_potential)
+
+
+def pdb_violations(victims: Sequence[PodInfo], pdbs: Sequence[PDB]) -> tuple[list[PodInfo], list[PodInfo]]:
+    """``filterPodsWithPDBViolation``: (violating, non-violating), keeping the order given."""
+    allowed = {(p.namespace, p.name): p.disruptions_allowed for p in pdbs}
+    violating: list[PodInfo] = []
+    ok: list[PodInfo] = []
+    for pod in victims:
+        violates = False
+        if pod.labels:
+            for pdb in pdbs:
+                if pdb.namespace != pod.namespace or is_empty(pdb.selector):
+                    continue
+                if not matches(pdb.selector, pod.labels) or pod.name in pdb.disrupted_pods:
+                    continue
+                allowed[(pdb.namespace, pdb.name)] -= 1
+                if allowed[(pdb.namespace, pdb.name)] < 0:
+                    violates = True
+        (violating if violates else ok).append(pod)
+    return violating, ok
+
+
+def select_victims_on_node(
+    pod: PodInfo, node: NodeInfo, pdbs: Sequence[PDB], nominated: Sequence[PodInfo], now: int
+) -> tuple[list[PodInfo], int] | NodeStatus:
+    """Remove every lower-priority pod, check the pod fits, then reprieve as many as possible
+    (PDB-violating ones first, most important first). Victims in importance order."""
+    potential = [p for p in node.pods.values() if p.priority < pod.priority]
+    if not potential:
+        return NodeStatus(UNRESOLVABLE, (NO_VICTIMS,), "DefaultPreemption")
+    trial = node.clone()
+    for p in potential:
+        trial.remove(p.key)
+    status = run_filters(pod, trial, nominated)
+    if not status.fits:
+        return status
+    potential.sort(key=importance_key(now))
+    violating, ok = pdb_violations(potential, pdbs)
+    victims: list[PodInfo] = []
+    violations = 0
+    for group, counts in ((violating, True), (ok, False)):
+        for p in group:
+            trial.add(p)
+            if not run_filters(pod, trial, nominated).fits:
+                trial.remove(p.key)
+                victims.append(p)
+                violations += counts
+    victims.sort(key=importance_key(now))
+    return victims, violations
+
+
+def _pick(candidates: list[Candidate], now: int) -> tuple[Candidate, str, list[str]]:
+    """``pickOneNodeForPreemption``: each step keeps the best; stop when one is left."""
+
+    def earliest_top_start(c: Candidate) -> int:
+        top = c.victims[0].priority
+        return min((v.start if v.start is not None else now) for v in c.victims if v.priority == top)
+
+    steps: list[tuple[str, Callable[[Candidate], int]]] = [
+        ("fewest PDB violations", lambda c: -c.pdb_violations),
+        ("lowest highest-priority victim", lambda c: -c.victims[0].priority),
+        ("smallest sum of victim priorities", lambda c: -sum(v.priority + PRIORITY_SHIFT for v in c.victims)),
+        ("fewest victims", lambda c: -len(c.victims)),
+        ("latest start of highest-priority victims", earliest_top_start),
+    ]
+    left = list(candidates)
+    if len(left) == 1:
+        return left[0], "only candidate", [left[0].node]
+    for name, score in steps:
+        best = max(score(c) for c in left)
+        kept = [c for c in left if score(c) == best]
+        if len(kept) == 1:
+            return kept[0], name, [c.node for c in left]
+        left = kept
+    left.sort(key=lambda c: c.order)
+    return left[0], "node order (upstream: first of a map, arbitrary)", [c.node for c in left]
+
+
+def preempt(
+    pod: PodInfo,
+    nodes: Sequence[NodeInfo],
+    statuses: Mapping[str, NodeStatus],
+    pdbs: Sequence[PDB],
+    nominated_by_node: Mapping[str, Sequence[PodInfo]],
+    *,
+    now: int,
+    min_percentage: int,
+    min_absolute: int,
+) -> Preemption:
+    """``Evaluator.Preempt`` for one pod whose every node failed filtering."""
+    by_name = {n.name: n for n in nodes}
+    why_not = eligible(pod, by_name, statuses)
+    if why_not is not None:
+        return Preemption(nominate=None, message=f"preemption: {why_not}")
+    potential = [n for n in nodes if statuses.get(n.name, NodeStatus(UNRESOLVABLE)).code == UNSCHEDULABLE]
+    total = len(nodes)
+    if not potential:
+        return Preemption(
+            nominate="",
+            message=f"preemption: 0/{total} nodes are available: {total} {NOT_HELPFUL}.",
+        )
+    want = num_candidates(len(potential), min_percentage, min_absolute)
+    offset = 0
+    ok_list: list[Candidate] = []
+    bad_list: list[Candidate] = []
+    dry: dict[str, NodeStatus] = {}
+    examined = 0
+    for i in range(len(potential)):
+        node = potential[(offset + i) % len(potential)]
+        examined += 1
+        result = select_victims_on_node(pod, node, pdbs, nominated_by_node.get(node.name, ()), now)
+        if isinstance(result, NodeStatus):
+            dry[node.name] = result
+        else:
+            victims, violations = result
+            c = Candidate(node.name, node.order, tuple(victims), violations)
+            target = ok_list if violations == 0 else bad_list
+            if len(target) < want:
+                target.append(c)
+        if ok_list and len(ok_list) + len(bad_list) >= want:
+            break
+    candidates = ok_list + bad_list
+    if not candidates:
+        statuses_all = [dry.get(n.name, NodeStatus(UNRESOLVABLE, (NOT_HELPFUL,))) for n in nodes]
+        return Preemption(
+            nominate="",
+            message=f"preemption: 0/{total} nodes are available: {histogram(statuses_all)}.",
+            offset=offset,
+            examined=examined,
+            node_statuses=dry,
+        )
+    chosen, decided_by, tied = _pick(candidates, now)
+    return Preemption(
+        nominate=chosen.node,
+        message="",
+        victims=list(chosen.victims),
+        candidates=candidates,
+        decided_by=decided_by,
+        tied=tied,
+        offset=offset,
+        examined=examined,
+        node_statuses=dry,
+    )
