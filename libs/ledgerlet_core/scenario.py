@@ -22,15 +22,16 @@ from ledgerlet_core.codec import convert, object_builtins, to_builtins
 from ledgerlet_core.contracts import inputs as ev
 from ledgerlet_core.duration import DurationError, parse_duration, seconds
 from ledgerlet_core.errors import InputError
-from ledgerlet_core.k8s.admission import AdmissionError, admit_priority, known_classes, with_status
+from ledgerlet_core.k8s.admission import AdmissionError, known_classes
 from ledgerlet_core.k8s.decode import UnsupportedKind, decode_object, object_label
-from ledgerlet_core.k8s.objects import AnyObject, Node, Pod, PriorityClass, Workload
+from ledgerlet_core.k8s.objects import AnyObject, Node, Pod, PriorityClass, RuntimeClass, Workload
 from ledgerlet_core.kubelet_config import (
     KUBELET_CONFIG_ANNOTATION,
     KubeletConfig,
     config_for_node,
     resolve_kubelet_config,
 )
+from ledgerlet_core.scheduling.admission import admit_pod, validate_priority_class
 from ledgerlet_core.summary import Summary
 from ledgerlet_core.timefmt import EPOCH, parse_rfc3339
 from ledgerlet_core.usage import LAYOUTS, NodeUsage, PodUsage, parse_node_usage, parse_pod_usage
@@ -232,7 +233,7 @@ def _load(text: str, source: str) -> Scenario:
 
     node_configs = _node_configs(objects, events, kubelet_raw)
     _check_references(objects, events, known_nodes)
-    objects = _resolve_initial_pods(objects)
+    objects = _resolve_initial_pods(objects, controller)
 
     usage_raw = spec.get("usage") or {}
     if not isinstance(usage_raw, dict):
@@ -406,14 +407,27 @@ def _check_references(objects: list[AnyObject], events: list[ScenarioEvent], nod
                 raise InputError(f"unknown node {node_name!r}", obj=f"events[{e.index}].apply", field="spec.nodeName")
 
 
-def _resolve_initial_pods(objects: list[AnyObject]) -> list[AnyObject]:
+def _resolve_initial_pods(objects: list[AnyObject], controller: ControllerConfig) -> list[AnyObject]:
     """Pods in ``objects`` were admitted long ago: resolve priority and QoS as admission did."""
     classes = known_classes({o.metadata.name: o for o in objects if isinstance(o, PriorityClass)})
+    runtime_classes = {o.metadata.name: o for o in objects if isinstance(o, RuntimeClass)}
     out: list[AnyObject] = []
     for i, obj in enumerate(objects):
+        if isinstance(obj, PriorityClass):
+            error = validate_priority_class(obj)
+            if error is not None:
+                raise InputError(
+                    error.message, obj=f"objects[{i}] PriorityClass {obj.metadata.name}", field=error.field
+                )
         if isinstance(obj, Pod):
             try:
-                obj = with_status(admit_priority(obj, classes))
+                obj = admit_pod(
+                    obj,
+                    classes,
+                    runtime_classes,
+                    not_ready_seconds=controller.default_not_ready_toleration_seconds,
+                    unreachable_seconds=controller.default_unreachable_toleration_seconds,
+                )
             except AdmissionError as exc:
                 raise InputError(exc.message, obj=f"objects[{i}] Pod {obj.key}", field=exc.field) from None
         out.append(obj)

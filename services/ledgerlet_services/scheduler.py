@@ -340,21 +340,21 @@ class Scheduler(Service):
         error = validate_priority_class(pc)
         if error is None and old is not None:
             error = validate_priority_class_update(old, pc)
-        if error is None:
-            error = default_conflict(pc, self.classes)
-        if error is not None:
-            out.emit(
-                DECISIONS,
-                dec.ObjectRejected(
-                    kind="PriorityClass",
-                    name=name,
-                    reason="Forbidden" if "Forbidden" in error.message else "Invalid",
-                    message=f'PriorityClass.scheduling.k8s.io "{name}" is invalid: {error.field}: {error.message}',
-                ),
-                stream="cluster",
+        conflict = default_conflict(pc, self.classes) if error is None else None
+        if error is not None:  # validation: 422 Invalid
+            reason, message = (
+                "Invalid",
+                f'PriorityClass.scheduling.k8s.io "{name}" is invalid: {error.field}: {error.message}',
             )
+        elif conflict is not None:  # the Priority admission plugin: 403 Forbidden
+            reason, message = (
+                "Forbidden",
+                f'priorityclasses.scheduling.k8s.io "{name}" is forbidden: {conflict.message}',
+            )
+        else:
+            self.classes[name] = pc
             return
-        self.classes[name] = pc
+        out.emit(DECISIONS, dec.ObjectRejected(kind="PriorityClass", name=name, reason=reason, message=message))
 
     def _admit(self, env: Envelope, obj: dict[str, Any], cause: str, out: Emitter) -> None:
         if obj.get("kind") == "PriorityClass":
