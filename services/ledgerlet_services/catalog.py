@@ -9,12 +9,21 @@ from ledgerlet_services.base import Service
 from ledgerlet_services.collector import Collector
 from ledgerlet_services.controller_manager import ControllerManager
 from ledgerlet_services.eviction_manager import EvictionManager
+from ledgerlet_services.out_of_service import OutOfServiceController
 from ledgerlet_services.recorder import NAME as RECORDER
 from ledgerlet_services.scheduler import Scheduler
+from ledgerlet_services.shutdown_manager import ShutdownManager
 from ledgerlet_services.topics import ALL_TOPICS
 
 #: the control loops: consume, fold, decide, publish (the virtual clock waits for them)
-CONTROL_LOOPS: Final[tuple[type[Service], ...]] = (Collector, EvictionManager, Scheduler, ControllerManager)
+CONTROL_LOOPS: Final[tuple[type[Service], ...]] = (
+    Collector,
+    EvictionManager,
+    ShutdownManager,
+    Scheduler,
+    ControllerManager,
+    OutOfServiceController,
+)
 
 #: the decision audit API: reads the store only (``ledgerlet serve`` as a service)
 AUDIT_API: Final = "audit-api"

@@ -79,6 +79,7 @@ class _Node:
     pods: dict[str, Pod] = field(default_factory=dict)  # running, in admission order
     plans: dict[str, PodPlan] = field(default_factory=dict)  # what feeds each running pod's stats
     images_running: dict[str, int] = field(default_factory=dict)  # image -> running containers using it
+    off: bool = False  # powered off or shut down: nothing observes it
 
 
 WORKLOAD_ANNOTATION = "ledgerlet/workload"
@@ -241,6 +242,30 @@ class Collector(Service):
             if img.name in released and not node.images_running.get(img.name):
                 node.images[i] = msgspec.structs.replace(img, last_used=env.t)
 
+    def _on_PodForceDeleted(self, env: Envelope, data: dec.PodForceDeleted, out: Emitter) -> None:
+        self._stop(env.pod)
+
+    # -- power ----------------------------------------------------------------------
+    def _power(self, name: str, off: bool, env: Envelope, out: Emitter) -> None:
+        node = self.nodes.get(name)
+        if node is None or node.off == off:
+            return
+        node.off = off
+        if off:
+            node.next_pass = None
+        elif node.usage is not None:
+            node.next_pass = next_multiple(env.t, node.config.housekeeping_interval)
+            self.timers.want(node.next_pass, PHASE_HOUSEKEEPING, out, "housekeeping")
+
+    def _on_NodePoweredOff(self, env: Envelope, data: inp.NodePoweredOff, out: Emitter) -> None:
+        self._power(data.node, True, env, out)
+
+    def _on_NodeShutdownCompleted(self, env: Envelope, data: dec.NodeShutdownCompleted, out: Emitter) -> None:
+        self._power(env.node or "", True, env, out)
+
+    def _on_NodePoweredOn(self, env: Envelope, data: inp.NodePoweredOn, out: Emitter) -> None:
+        self._power(data.node, False, env, out)
+
     def _on_NodeReclaimed(self, env: Envelope, data: dec.NodeReclaimed, out: Emitter) -> None:
         node = self.nodes.get(env.node or "")
         if node is None:
@@ -282,13 +307,16 @@ class Collector(Service):
         self.timers.fired(env.t, data.phase)
         if data.phase == PHASE_TIMERS:
             for name, node in self.nodes.items():
-                if env.t in node.oom_checks:
+                if env.t in node.oom_checks and not node.off:
                     node.oom_checks.discard(env.t)
                     self._kernel(name, node, env, out)
             return
         if data.phase != PHASE_HOUSEKEEPING:
             return
         for name, node in self.nodes.items():
+            if node.off:
+                node.pending_stats = [s for s in node.pending_stats if s[0].t > env.t]
+                continue
             stats = [s for s in node.pending_stats if s[0].t <= env.t]
             node.pending_stats = [s for s in node.pending_stats if s[0].t > env.t]
             memcg = env.t in node.memcg_passes

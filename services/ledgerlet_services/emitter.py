@@ -38,8 +38,10 @@ class Emitter:
         stream: str | None = None,
         causes: list[str] | None = None,
         key: str | None = None,
+        order: list[int] | None = None,
     ) -> Envelope:
-        order = [*self.trigger.order, self.rank, len(self.out)]
+        if order is None:
+            order = [*self.trigger.order, self.rank, len(self.out)]
         if stream is None:
             stream = pod_stream(pod) if pod else node_stream(node) if node else "cluster"
         env = make_envelope(

@@ -24,6 +24,7 @@ from ledgerlet_core.contracts.internal import (
     ClockTick,
     LazyNodeObserved,
     ObjectCreated,
+    PodDeletionRequested,
     PodStarted,
     decode_lazy_observation,
 )
@@ -32,6 +33,7 @@ from ledgerlet_core.duration import SECOND, seconds
 from ledgerlet_core.eviction.local_storage import has_local_storage_limits
 from ledgerlet_core.eviction.manager import (
     IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS,
+    EvictionState,
     PassResult,
     admit,
     synchronize,
@@ -42,6 +44,7 @@ from ledgerlet_core.k8s.objects import Node, Pod
 from ledgerlet_core.kubelet_config import config_for_node
 from ledgerlet_core.scenario import FILESYSTEMS_ANNOTATION, exit_after_seconds
 from ledgerlet_core.scheduling.admission import apply_admitted
+from ledgerlet_core.shutdown.graceful import ADMIT_MESSAGE, ADMIT_REASON, SHUTDOWN_MESSAGE
 from ledgerlet_core.stats import effective_layout
 from ledgerlet_core.usage import parse_node_usage
 from ledgerlet_services.base import Service
@@ -79,6 +82,9 @@ class EvictionManager(Service):
         #: pods the API server has not admitted yet, and admitted pods waiting for the scheduler
         self.unadmitted: dict[str, Pod] = {}
         self.unbound: dict[str, Pod] = {}
+        self.scheduled: dict[str, Envelope] = {}
+        #: the graceful shutdown's kills: (at, seq, pod, node, grace, cause)
+        self.kills: list[tuple[int, int, str, str, int, str]] = []
         self.timers = Timers(self.name)
 
     def handle(self, env: Envelope, out: Emitter) -> None:
@@ -159,20 +165,103 @@ class EvictionManager(Service):
         if pod is None:
             return
         pod = apply_admitted(pod, data)
-        if pod.spec.node_name:
+        scheduled = self.scheduled.pop(pod.key, None)
+        if scheduled is not None:  # the binding arrived first (same step, no order between them)
+            self._bind(scheduled, pod, out)
+        elif pod.spec.node_name:
             self._pod_applied(env, pod, False, out)
         else:
             self.unbound[pod.key] = pod
 
     def _on_PodScheduled(self, env: Envelope, data: dec.PodScheduled, out: Emitter) -> None:
         pod = self.unbound.pop(env.pod or "", None)
-        if pod is not None and env.node:
-            bound = msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name=env.node))
-            self._pod_applied(env, bound, False, out)
+        if pod is None:
+            if env.pod in self.unadmitted:
+                self.scheduled[env.pod] = env
+                # ask for the tick now, so the request is this event's whichever comes first
+                self.timers.want(env.t, PHASE_TIMERS, out, "arrivals")
+            return
+        self._bind(env, pod, out)
+
+    def _bind(self, scheduled: Envelope, pod: Pod, out: Emitter) -> None:
+        if scheduled.node:
+            bound = msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name=scheduled.node))
+            self._pod_applied(scheduled, bound, False, out)
 
     def _on_PodRejected(self, env: Envelope, data: dec.PodRejected, out: Emitter) -> None:
         if data.admitter == "apiserver":
             self.unadmitted.pop(env.pod or "", None)
+
+    # -- shutdown and power -------------------------------------------------------------
+    def _on_NodeShutdownRequested(self, env: Envelope, data: inp.NodeShutdownRequested, out: Emitter) -> None:
+        node = self.nodes.get(data.node)
+        if node is not None and not node.off:
+            node.shutting_down = True
+
+    def _on_NodeShutdownStarted(self, env: Envelope, data: dec.NodeShutdownStarted, out: Emitter) -> None:
+        """Carry out the shutdown manager's plan: each pod killed at its time with its grace."""
+        name = env.node or ""
+        for group in data.groups:
+            for k in group.kills:
+                at = round(k.at * SECOND)
+                heapq.heappush(self.kills, (at, len(self.kills), k.pod, name, k.grace_period_seconds, env.id))
+                self.timers.want(at, PHASE_TIMERS, out, "shutdown-kill")
+
+    def _went_off(self, name: str) -> None:
+        node = self.nodes.get(name)
+        if node is None:
+            return
+        node.off, node.shutting_down = True, False
+        for e in self.exits:  # killed, not yet exited: they stay Terminating
+            if e.node == name:
+                node.terminating[e.pod] = (e.data, e.cause)
+
+    def _shorten(self, env: Envelope, key: str, grace: int, out: Emitter) -> None:
+        """A pod already stopping is killed again with a shorter grace: the pod worker keeps
+        the shorter one (``pod_workers.go: calculateEffectiveGracePeriod``)."""
+        for i, e in enumerate(self.exits):
+            if e.pod != key:
+                continue
+            at = env.t + grace * SECOND
+            if at < e.at:
+                self.exits[i] = _Exit(at, e.source, e.pod, e.node, e.data, e.cause)
+                heapq.heapify(self.exits)
+                self.timers.want(at, PHASE_TIMERS, out, "pod-exit")
+            return
+
+    def _on_NodeShutdownCompleted(self, env: Envelope, data: dec.NodeShutdownCompleted, out: Emitter) -> None:
+        self._went_off(env.node or "")
+
+    def _on_NodePoweredOff(self, env: Envelope, data: inp.NodePoweredOff, out: Emitter) -> None:
+        self._went_off(data.node)
+
+    def _on_NodePoweredOn(self, env: Envelope, data: inp.NodePoweredOn, out: Emitter) -> None:
+        node = self.nodes.get(data.node)
+        if node is None or not node.off:
+            return
+        self._later(env, ("power-on", data.node), out)
+
+    def _powered_on(self, env: Envelope, name: str, cause: str, out: Emitter) -> None:
+        """The kubelet is back: it finishes the pods deleted while it was away (their
+        containers did not survive the reboot) and starts over with its eviction state."""
+        node = self.nodes[name]
+        node.off, node.shutting_down = False, False
+        node.state = EvictionState()
+        node.published_conditions = ()
+        for key, (data, _) in sorted(node.terminating.items()):
+            out.emit(DECISIONS, data, node=name, pod=key, causes=[cause])
+            self.pod_node.pop(key, None)
+        node.terminating.clear()
+
+    def _on_PodForceDeleted(self, env: Envelope, data: dec.PodForceDeleted, out: Emitter) -> None:
+        """Gone from the API: its kubelet (if it ever comes back) has nothing left to finish."""
+        node = self.nodes.get(self.pod_node.pop(env.pod or "", ""))
+        if node is not None:
+            node.active.pop(env.pod or "", None)
+            node.terminating.pop(env.pod or "", None)
+
+    def _on_PodDeletionRequested(self, env: Envelope, data: PodDeletionRequested, out: Emitter) -> None:
+        self._later(env, ("controller-delete", data), out)
 
     def _on_PodPreempted(self, env: Envelope, data: dec.PodPreempted, out: Emitter) -> None:
         """The scheduler deleted a victim: the kubelet stops it with its own grace period."""
@@ -194,6 +283,8 @@ class EvictionManager(Service):
             return
         key, name = pod.key, node.name
         ok, reason, message = admit(pod, node.state.conditions)
+        if node.shutting_down or node.off:  # nodeshutdown Admit: every pod, whatever it tolerates
+            ok, reason, message = False, ADMIT_REASON, ADMIT_MESSAGE
         if not ok:
             out.emit(
                 DECISIONS,
@@ -245,7 +336,7 @@ class EvictionManager(Service):
     # -- passes ------------------------------------------------------------------
     def _on_NodeObserved(self, env: Envelope, data: LazyNodeObserved, out: Emitter) -> None:
         node = self.nodes.get(data.node)
-        if node is None:
+        if node is None or node.off:
             return
         layout = data.runtime.layout if data.runtime is not None else node.layout
         result = synchronize(
@@ -372,10 +463,17 @@ class EvictionManager(Service):
         self._stop(env, name, ev.pod, ev.grace_period_seconds, "Evicted", evicted.id, out)
 
     # -- stopping pods -------------------------------------------------------------
-    def _stop(self, env: Envelope, node: str, pod: Pod, grace: int, reason: str, cause: str, out: Emitter) -> None:
+    def _stop(
+        self, env: Envelope, node: str, pod: Pod, grace: int, reason: str, cause: str, out: Emitter, message: str = ""
+    ) -> None:
         """The pod gets SIGTERM now and exits after ``exit-after`` or its grace, whichever first."""
+        data = dec.PodTerminated(reason=reason, grace_period_seconds=grace, killed_at=env.t / SECOND, message=message)
+        if self.nodes[node].off and reason != "ForceDeleted":
+            # the kubelet is gone: the pod stays Terminating until it comes back (or is force-deleted;
+            # a force delete removes the object from the API server whatever the kubelet does)
+            self.nodes[node].terminating[pod.key] = (data, cause)
+            return
         exit_in = min(seconds(exit_after_seconds(pod)), max(grace, 0) * SECOND)
-        data = dec.PodTerminated(reason=reason, grace_period_seconds=grace, killed_at=env.t / SECOND)
         if exit_in == 0:
             out.emit(DECISIONS, data, node=node, pod=pod.key, causes=[cause])
             self.pod_node.pop(pod.key, None)
@@ -393,8 +491,17 @@ class EvictionManager(Service):
             return
         if data.phase != PHASE_TIMERS:
             return
+        while self.kills and self.kills[0][0] <= env.t:
+            _, _, key, node_name, grace, cause = heapq.heappop(self.kills)
+            killed = self.nodes[node_name].active.pop(key, None)
+            if killed is not None:
+                self._stop(env, node_name, killed, grace, "NodeShutdown", cause, out, SHUTDOWN_MESSAGE)
+            else:
+                self._shorten(env, key, grace, out)
         while self.exits and self.exits[0].at <= env.t:
             e = heapq.heappop(self.exits)
+            if self.nodes[e.node].off:
+                continue  # killed before the machine went down: never confirmed
             out.emit(DECISIONS, e.data, node=e.node, pod=e.pod, causes=[e.cause])
             self.pod_node.pop(e.pod, None)
             self.nodes[e.node].evicted.pop(e.pod, None)
@@ -404,12 +511,21 @@ class EvictionManager(Service):
                 self._admit(payload, cause, out)
             elif what == "preempt":
                 self._preempted(env, payload, cause, out)
+            elif what == "power-on":
+                self._powered_on(env, payload, cause, out)
+            elif what == "controller-delete":
+                node = self.nodes.get(self.pod_node.get(payload.pod, ""))
+                victim = node.active.pop(payload.pod, None) if node else None
+                if node is not None and victim is not None:
+                    self._stop(env, node.name, victim, payload.grace_period_seconds, payload.reason, cause, out)
             else:
                 self._delete(env, payload, cause, out)
 
     # -- periodic: node status, image GC ---------------------------------------------
     def _periodic(self, env: Envelope, out: Emitter) -> None:
         for name, node in self.nodes.items():
+            if node.off:
+                continue
             seen = [env.id, node.last_observation_id] if node.last_observation_id else [env.id]
             if env.t % node.config.node_status_update_frequency == 0:
                 status, added, removed = node.status_update()

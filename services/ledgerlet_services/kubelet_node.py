@@ -36,6 +36,11 @@ class KubeletNode:
     taints: list[Taint] = field(default_factory=list)
     #: pods the eviction manager killed that have not exited yet -> when it killed them
     evicted: dict[str, int] = field(default_factory=dict)
+    #: graceful shutdown in progress (new pods are refused), and the machine is down
+    shutting_down: bool = False
+    off: bool = False
+    #: pods told to stop while the node was down: they finish when it comes back
+    terminating: dict[str, tuple[dec.PodTerminated, str]] = field(default_factory=dict)
 
     def cleanup_pending(self, now: int) -> list[str]:
         """Evicted pods still exiting, for at most ``podCleanupTimeout`` after the kill."""

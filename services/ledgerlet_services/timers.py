@@ -6,6 +6,9 @@ from ledgerlet_core.contracts.internal import TimerSet
 from ledgerlet_services.emitter import Emitter
 from ledgerlet_services.topics import TIMERS
 
+#: timer requests sort after what a service emitted in the step
+TIMER_ORDER = 1_000_000
+
 
 class Timers:
     def __init__(self, owner: str) -> None:
@@ -17,7 +20,17 @@ class Timers:
         if (at, phase) in self._asked:
             return
         self._asked.add((at, phase))
-        out.emit(TIMERS, TimerSet(at=at, owner=self.owner, purpose=purpose, phase=phase), stream="clock", key="clock")
+        # Named after the step, not the event that asked: several events of one step may ask
+        # for the same tick, and which of them comes first depends on delivery.
+        order = [*out.trigger.order[:2], out.rank, TIMER_ORDER + phase, at]
+        out.emit(
+            TIMERS,
+            TimerSet(at=at, owner=self.owner, phase=phase),  # purpose: which asker came first varies
+            stream="clock",
+            key="clock",
+            order=order,
+            causes=[],
+        )
 
     def fired(self, at: int, phase: int) -> None:
         self._asked.discard((at, phase))

@@ -24,7 +24,7 @@ def test_pages_cover_every_decision_once_in_decision_order(client: TestClient) -
     full = client.get(f"/v1/runs/{RUN}/decisions", params={"limit": 1000}).json()
     assert full["next"] is None
     everything = [d["id"] for d in full["items"]]
-    assert len(everything) == 35
+    assert len(everything) == 45  # 35 kubelet decisions + 10 API-server admissions of DaemonSet pods
     paged, cursor = [], None
     while True:
         params: dict[str, object] = {"limit": 4}

@@ -155,7 +155,21 @@ class PodStarted(_Data, kw_only=True):
     uid: str = ""
 
 
+class PodDeletionRequested(_Data, kw_only=True):
+    """A controller deleted a pod (a graceful DELETE): it is Terminating until its kubelet
+    stops it, or forever if the kubelet is gone. ``by`` names the controller."""
+
+    node: str
+    pod: str
+    grace_period_seconds: int
+    by: str
+    reason: str = ""
+    message: str = ""
+    taint: str = ""
+
+
 INTERNAL_TYPES: dict[str, type[_Data]] = {
+    "PodDeletionRequested": PodDeletionRequested,
     "ClockTick": ClockTick,
     "TimerSet": TimerSet,
     "NodeObserved": NodeObserved,
