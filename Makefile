@@ -41,7 +41,7 @@ imports: $(STAMP)
 contracts: $(STAMP)
 	$(BIN)/ledgerlet contracts --check
 
-## bench: store appends/s, one eviction decision, the embedded run's rate, keeping up with 5,000 nodes, end to end on Kafka + PostgreSQL, post-mortems on 10M events
+## bench: store appends/s, one eviction decision, the embedded run's rate, keeping up with 5,000 nodes, end to end on Kafka + PostgreSQL, post-mortems on 10M events, scheduling and shutdown
 bench: $(STAMP)
 	mkdir -p $(OUT)
 	$(BIN)/python bench/bench_store.py --out $(OUT)
@@ -50,6 +50,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_keepup.py --out $(OUT)
 	$(BIN)/python bench/bench_distributed.py --out $(OUT)
 	$(BIN)/python bench/bench_postmortem.py --out $(OUT)
+	$(BIN)/python bench/bench_scheduling.py --out $(OUT)
 
 ## up: the local stack (needs a Docker engine)
 up:
