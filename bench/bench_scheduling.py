@@ -126,13 +126,17 @@ def _scenario(
     }
 
 
+def _remove(out: Path) -> None:
+    for p in out.glob("bench-scheduling.db*"):
+        p.unlink()
+
+
 async def timed(
     doc: dict[str, Any], out: Path, profile: cProfile.Profile | None = None
 ) -> tuple[float, dict[str, int]]:
     scenario = load_scenario(yaml.safe_dump(doc), "bench.yaml")
     db = out / "bench-scheduling.db"
-    for p in out.glob("bench-scheduling.db*"):
-        p.unlink()
+    _remove(out)
     store = await EventStore.open(f"sqlite:///{db}")
     try:
         began = time.perf_counter()
