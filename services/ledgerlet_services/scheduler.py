@@ -43,7 +43,6 @@ from ledgerlet_core.scheduling.admission import (
     default_conflict,
     validate_priority_class,
     validate_priority_class_update,
-    with_default_policy,
 )
 from ledgerlet_core.scheduling.cycle import CycleResult, Settings, schedule_one
 from ledgerlet_core.scheduling.filters import NodeStatus
@@ -150,7 +149,7 @@ class Scheduler(Service):
                 self._later(env, obj, out)
         elif kind == "PriorityClass":
             if data.initial:
-                pc = with_default_policy(convert(obj, PriorityClass))
+                pc = convert(obj, PriorityClass)  # defaulted when decoded (apply_defaults)
                 self.classes[pc.metadata.name] = pc
             else:
                 self._later(env, obj, out)
@@ -334,7 +333,7 @@ class Scheduler(Service):
             self._enqueue(pod, info, 0, "")
 
     def _admit_class(self, env: Envelope, obj: dict[str, Any], out: Emitter) -> None:
-        pc = with_default_policy(convert(obj, PriorityClass))
+        pc = convert(obj, PriorityClass)
         name = pc.metadata.name
         old = self.classes.get(name)
         error = validate_priority_class(pc)

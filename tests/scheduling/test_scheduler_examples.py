@@ -65,5 +65,8 @@ async def test_non_preempting_job_example(tmp_path: Path) -> None:
     rejected = {r["data"]["name"]: r["data"] for r in records if r["type"] == "ObjectRejected"}
     assert rejected["another-default"]["reason"] == "Forbidden"
     assert rejected["default-low"]["message"].endswith("value: Forbidden: may not be changed in an update.")
+    # the spec's required PodAdmitted fields, overhead even when there is none
+    report = next(r["data"] for r in records if r.get("pod") == "default/report" and r["type"] == "PodAdmitted")
+    assert report["priority"] == 100 and report["qosClass"] == "Burstable" and report["overhead"] == {}
     typo = next(r for r in records if r["pod"] == "default/typo")
     assert typo["type"] == "PodRejected" and "no PriorityClass with name high-prio was found" in typo["data"]["message"]

@@ -17,7 +17,8 @@ class _Data(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
 class PodAdmitted(_Data, kw_only=True):
     priority: int
     qos_class: str
-    overhead: dict[str, str] = msgspec.field(default_factory=dict)
+    #: required by the spec even when empty, so it has no default (omit_defaults would drop it)
+    overhead: dict[str, str]
     #: what admission wrote into the pod besides the above (consumers apply it to their copy)
     priority_class_name: str = ""
     preemption_policy: str = ""

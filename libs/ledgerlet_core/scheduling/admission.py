@@ -94,13 +94,6 @@ def default_conflict(new: PriorityClass, classes: Mapping[str, PriorityClass]) -
     return None
 
 
-def with_default_policy(pc: PriorityClass) -> PriorityClass:
-    """``SetDefaults_PriorityClass``: preemptionPolicy PreemptLowerPriority when unset."""
-    if pc.preemption_policy is None:
-        return msgspec.structs.replace(pc, preemption_policy="PreemptLowerPriority")
-    return pc
-
-
 def _same(a: Mapping[str, Quantity], b: Mapping[str, Quantity]) -> bool:
     return a.keys() == b.keys() and all(a[k].nanos == b[k].nanos for k in a)
 
