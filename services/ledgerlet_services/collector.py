@@ -153,7 +153,7 @@ class Collector(Service):
             if node is not None and node.memory is not None:
                 # look again for OOMs once this instant's pods are all in (one tick, not one per pod)
                 node.oom_checks.add(env.t)
-                self.timers.want(env.t, PHASE_TIMERS, out, "oom")
+                self.timers.want(env.t, PHASE_TIMERS, out)
 
     def _place(self, pod: Pod) -> None:
         node = self.nodes.get(pod.spec.node_name) if pod.spec.node_name else None
@@ -187,7 +187,7 @@ class Collector(Service):
                 self._track(node, pod_key)
             self._refresh_layout(node)
             node.next_pass = next_multiple(env.t, node.config.housekeeping_interval)
-            self.timers.want(node.next_pass, PHASE_HOUSEKEEPING, out, "housekeeping")
+            self.timers.want(node.next_pass, PHASE_HOUSEKEEPING, out)
         else:
             self.pod_usage[key] = parse_pod_usage(data.usage, f"usage.{key}")
             self._replan(key)
@@ -216,7 +216,7 @@ class Collector(Service):
         if node is None:
             return
         node.pending_stats.append((env, data))
-        self.timers.want(env.t, PHASE_HOUSEKEEPING, out, "housekeeping")
+        self.timers.want(env.t, PHASE_HOUSEKEEPING, out)
 
     # -- decisions ----------------------------------------------------------------
     def _on_PodTerminated(self, env: Envelope, data: dec.PodTerminated, out: Emitter) -> None:
@@ -255,7 +255,7 @@ class Collector(Service):
             node.next_pass = None
         elif node.usage is not None:
             node.next_pass = next_multiple(env.t, node.config.housekeeping_interval)
-            self.timers.want(node.next_pass, PHASE_HOUSEKEEPING, out, "housekeeping")
+            self.timers.want(node.next_pass, PHASE_HOUSEKEEPING, out)
 
     def _on_NodePoweredOff(self, env: Envelope, data: inp.NodePoweredOff, out: Emitter) -> None:
         self._power(data.node, True, env, out)
@@ -340,7 +340,7 @@ class Collector(Service):
 
     def _advance(self, node: _Node, now: int, out: Emitter) -> None:
         node.next_pass = now + node.config.housekeeping_interval
-        self.timers.want(node.next_pass, PHASE_HOUSEKEEPING, out, "housekeeping")
+        self.timers.want(node.next_pass, PHASE_HOUSEKEEPING, out)
 
     # -- the kernel: OOM kills, restarts, memcg notifications ----------------------------
     def _track(self, node: _Node, pod_key: str) -> None:
@@ -373,7 +373,7 @@ class Collector(Service):
         at = node.memory.next_oom(now, until, inclusive=not acted)
         if at is not None and at not in node.oom_checks:
             node.oom_checks.add(at)
-            self.timers.want(at, PHASE_TIMERS, out, "oom")
+            self.timers.want(at, PHASE_TIMERS, out)
         if not node.config.spec.kernel_memcg_notification:
             return
         capacity = Quantity.bytes(node.capacity.memory)
@@ -389,7 +389,7 @@ class Collector(Service):
                 continue
             if hit is not None and hit < until and hit not in node.memcg_passes:
                 node.memcg_passes.add(hit)
-                self.timers.want(hit, PHASE_HOUSEKEEPING, out, "memcg")
+                self.timers.want(hit, PHASE_HOUSEKEEPING, out)
 
     def _kernel(self, name: str, node: _Node, env: Envelope, out: Emitter) -> None:
         assert node.memory is not None

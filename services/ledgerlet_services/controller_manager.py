@@ -110,7 +110,7 @@ class ControllerManager(Service):
             handler(env, decode_data(env), out)
 
     def _wake(self, at: int, out: Emitter) -> None:
-        self.timers.want(at, PHASE_TIMERS, out, "controllers")
+        self.timers.want(at, PHASE_TIMERS, out)
 
     # -- objects -----------------------------------------------------------------------
     def _on_ObjectApplied(self, env: Envelope, data: inp.ObjectApplied, out: Emitter) -> None:

@@ -109,7 +109,7 @@ class EvictionManager(Service):
             if existing is None:
                 self.nodes[node.metadata.name] = KubeletNode(node, config, layout)
                 # the kubelet publishes node status from the start, then every nodeStatusUpdateFrequency
-                self.timers.want(next_multiple(env.t, config.node_status_update_frequency), PHASE_STATUS, out, "status")
+                self.timers.want(next_multiple(env.t, config.node_status_update_frequency), PHASE_STATUS, out)
             else:
                 existing.node, existing.config, existing.layout = node, config, layout
         elif kind == "Pod":
@@ -141,7 +141,7 @@ class EvictionManager(Service):
         node.closed_loop = True
         node.machine = dict(parse_node_usage(data.usage, data.key).capacity.items())
         # the periodic image GC runs every imageGCPeriod from time 0 on closed-loop nodes
-        self.timers.want(next_multiple(env.t, node.config.image_gc_period), PHASE_STATUS, out, "image-gc")
+        self.timers.want(next_multiple(env.t, node.config.image_gc_period), PHASE_STATUS, out)
 
     def _pod_applied(self, env: Envelope, pod: Pod, initial: bool, out: Emitter) -> None:
         node = self.nodes.get(pod.spec.node_name) if pod.spec.node_name else None
@@ -178,8 +178,6 @@ class EvictionManager(Service):
         if pod is None:
             if env.pod in self.unadmitted:
                 self.scheduled[env.pod] = env
-                # ask for the tick now, so the request is this event's whichever comes first
-                self.timers.want(env.t, PHASE_TIMERS, out, "arrivals")
             return
         self._bind(env, pod, out)
 
@@ -205,7 +203,7 @@ class EvictionManager(Service):
             for k in group.kills:
                 at = round(k.at * SECOND)
                 heapq.heappush(self.kills, (at, len(self.kills), k.pod, name, k.grace_period_seconds, env.id))
-                self.timers.want(at, PHASE_TIMERS, out, "shutdown-kill")
+                self.timers.want(at, PHASE_TIMERS, out)
 
     def _went_off(self, name: str) -> None:
         node = self.nodes.get(name)
@@ -226,7 +224,7 @@ class EvictionManager(Service):
             if at < e.at:
                 self.exits[i] = _Exit(at, e.source, e.pod, e.node, e.data, e.cause)
                 heapq.heapify(self.exits)
-                self.timers.want(at, PHASE_TIMERS, out, "pod-exit")
+                self.timers.want(at, PHASE_TIMERS, out)
             return
 
     def _on_NodeShutdownCompleted(self, env: Envelope, data: dec.NodeShutdownCompleted, out: Emitter) -> None:
@@ -275,7 +273,7 @@ class EvictionManager(Service):
 
     def _later(self, env: Envelope, work: tuple[str, Any], out: Emitter) -> None:
         self.arrivals.append((env.sort_key(), env.id, work))
-        self.timers.want(env.t, PHASE_TIMERS, out, "arrivals")
+        self.timers.want(env.t, PHASE_TIMERS, out)
 
     def _admit(self, pod: Pod, cause: str, out: Emitter) -> None:
         node = self.nodes.get(pod.spec.node_name)
@@ -482,7 +480,7 @@ class EvictionManager(Service):
             self.nodes[node].evicted[pod.key] = env.t  # the next passes wait for it to go
         at = env.t + exit_in
         heapq.heappush(self.exits, _Exit(at, (env.t, (*env.order, len(self.exits))), pod.key, node, data, cause))
-        self.timers.want(at, PHASE_TIMERS, out, "pod-exit")
+        self.timers.want(at, PHASE_TIMERS, out)
 
     def _on_ClockTick(self, env: Envelope, data: ClockTick, out: Emitter) -> None:
         self.timers.fired(env.t, data.phase)
@@ -533,12 +531,12 @@ class EvictionManager(Service):
                     published = out.emit(DECISIONS, status, node=name, causes=seen)
                     for taint in (*removed, *added):  # the control plane's taints follow the status
                         out.emit(DECISIONS, taint, node=name, causes=[published.id])
-                self.timers.want(env.t + node.config.node_status_update_frequency, PHASE_STATUS, out, "status")
+                self.timers.want(env.t + node.config.node_status_update_frequency, PHASE_STATUS, out)
             if node.closed_loop and env.t % node.config.image_gc_period == 0:
                 gc = node.image_gc(env.t)
                 if gc is not None:
                     out.emit(DECISIONS, gc, node=name, causes=seen)
-                self.timers.want(env.t + node.config.image_gc_period, PHASE_STATUS, out, "image-gc")
+                self.timers.want(env.t + node.config.image_gc_period, PHASE_STATUS, out)
 
 
 __all__ = ["EvictionManager"]

@@ -115,7 +115,7 @@ class OutOfServiceController(Service):
     def _wake(self, at: int, out: Emitter, node: str | None = None) -> None:
         if node is not None:
             self.dirty.add(node)
-        self.timers.want(at, PHASE_TIMERS, out, "controllers")
+        self.timers.want(at, PHASE_TIMERS, out)
 
     # -- objects --------------------------------------------------------------------------
     def _on_ScenarioStarted(self, env: Envelope, data: inp.ScenarioStarted, out: Emitter) -> None:

@@ -118,7 +118,7 @@ class Scheduler(Service):
             handler(env, decode_data(env), out)
 
     def _wake(self, at: int, out: Emitter) -> None:
-        self.timers.want(at, PHASE_TIMERS, out, "scheduling")
+        self.timers.want(at, PHASE_TIMERS, out)
 
     # -- configuration and objects ------------------------------------------------------
     def _on_ScenarioStarted(self, env: Envelope, data: inp.ScenarioStarted, out: Emitter) -> None:

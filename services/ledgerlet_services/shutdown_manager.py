@@ -151,7 +151,7 @@ class ShutdownManager(Service):
         if node is None or node.state != "up":
             return
         node.state, node.requested_at = "shutting-down", env.t
-        self.timers.want(env.t, PHASE_TIMERS, out, "shutdown")
+        self.timers.want(env.t, PHASE_TIMERS, out)
 
     def _on_NodePoweredOff(self, env: Envelope, data: inp.NodePoweredOff, out: Emitter) -> None:
         node = self.nodes.get(data.node)
@@ -255,7 +255,7 @@ class ShutdownManager(Service):
         node.started_id, node.start_unix = started.id, unix
         node.ends_at = plan.end
         if plan.end > env.t:
-            self.timers.want(plan.end, PHASE_TIMERS, out, "shutdown-end")
+            self.timers.want(plan.end, PHASE_TIMERS, out)
         else:
             self._complete(env, name, node, out)
 

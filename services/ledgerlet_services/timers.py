@@ -15,7 +15,7 @@ class Timers:
         self.owner = owner
         self._asked: set[tuple[int, int]] = set()
 
-    def want(self, at: int, phase: int, out: Emitter, purpose: str = "") -> None:
+    def want(self, at: int, phase: int, out: Emitter) -> None:
         """Ask the clock to tick at ``at`` in ``phase`` (once, however often asked)."""
         if (at, phase) in self._asked:
             return
@@ -25,7 +25,7 @@ class Timers:
         order = [*out.trigger.order[:2], out.rank, TIMER_ORDER + phase, at]
         out.emit(
             TIMERS,
-            TimerSet(at=at, owner=self.owner, phase=phase),  # purpose: which asker came first varies
+            TimerSet(at=at, owner=self.owner, phase=phase),
             stream="clock",
             key="clock",
             order=order,

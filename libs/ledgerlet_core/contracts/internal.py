@@ -43,6 +43,7 @@ class TimerSet(_Data, kw_only=True):
 
     at: int
     owner: str
+    #: kept for v1 readers; no longer filled (which of a step's events asked first varies)
     purpose: str = ""
     phase: int = 0
 
