@@ -36,7 +36,6 @@ from ledgerlet_core.duration import SECOND, parse_duration
 from ledgerlet_core.k8s.objects import Node, PersistentVolume, PersistentVolumeClaim, Pod, Taint, Toleration
 from ledgerlet_core.k8s.taints import NO_EXECUTE, TAINT_NODE_OUT_OF_SERVICE
 from ledgerlet_core.kubelet_config import config_for_node
-from ledgerlet_core.scheduling.admission import apply_admitted
 from ledgerlet_core.shutdown.controllers import (
     MAX_WAIT_FOR_UNMOUNT,
     ORPHAN_QUARANTINE,
@@ -51,6 +50,7 @@ from ledgerlet_core.shutdown.controllers import (
     toleration_delay,
     unknown_at,
 )
+from ledgerlet_services.arriving_pods import ArrivingPods
 from ledgerlet_services.base import Service
 from ledgerlet_services.emitter import Emitter
 from ledgerlet_services.timers import Timers, next_multiple
@@ -98,13 +98,19 @@ class OutOfServiceController(Service):
         self.base_config: dict[str, Any] = {}
         self.nodes: dict[str, _Node] = {}
         self.pods: dict[str, _Pod] = {}
-        self.known: dict[str, Pod] = {}
+        self.arriving = ArrivingPods()
         self.claims: dict[str, str] = {}  # ns/claim -> PersistentVolume
         self.attachable: set[str] = set()  # PersistentVolumes with a csi source
         #: (volume, node) -> pods using it there; and volumes no longer wanted -> (since, pod)
         self.attached: dict[tuple[str, str], set[str]] = {}
         self.unwanted: dict[tuple[str, str], tuple[int, str]] = {}
         self.dirty: set[str] = set()
+        #: nodes in the order they appeared; those waiting for Ready Unknown; those with a
+        #: pod deletion scheduled; those not Ready (or deleted), the only ones PodGC looks at
+        self._order: dict[str, int] = {}
+        self._stopping: set[str] = set()
+        self._deadlines: set[str] = set()
+        self._unhealthy: set[str] = set()
         self.timers = Timers(self.name)
 
     def handle(self, env: Envelope, out: Emitter) -> None:
@@ -132,6 +138,7 @@ class OutOfServiceController(Service):
             existing = self.nodes.get(node.metadata.name)
             if existing is None:
                 self.nodes[node.metadata.name] = _Node(list(node.spec.taints), config.node_status_update_frequency)
+                self._order[node.metadata.name] = len(self._order)
             else:
                 existing.spec_taints = list(node.spec.taints)
                 self._wake(env.t, out, node.metadata.name)
@@ -141,7 +148,7 @@ class OutOfServiceController(Service):
                 if pod.spec.node_name and pod.status.phase not in ("Succeeded", "Failed"):
                     self._track(pod, pod.spec.node_name)
             elif pod.key not in self.pods:
-                self.known[pod.key] = pod
+                self.arriving.arrived(pod)
         elif kind == "PersistentVolume":
             pv = convert(data.object, PersistentVolume)
             if pv.spec.csi is not None:
@@ -157,15 +164,13 @@ class OutOfServiceController(Service):
     def _on_ObjectCreated(self, env: Envelope, data: ObjectCreated, out: Emitter) -> None:
         if data.object.get("kind") == "Pod":
             pod = convert(data.object, Pod)
-            self.known[pod.key] = pod
+            self.arriving.arrived(pod)
 
     def _on_PodAdmitted(self, env: Envelope, data: dec.PodAdmitted, out: Emitter) -> None:
-        pod = self.known.get(env.pod or "")
-        if pod is not None:
-            self.known[pod.key] = apply_admitted(pod, data)
+        self.arriving.admitted(env.pod, data)
 
     def _on_PodStarted(self, env: Envelope, data: PodStarted, out: Emitter) -> None:
-        pod = self.known.pop(data.pod, None)
+        pod = self.arriving.started(data.pod)
         if pod is not None:
             self._track(pod, data.node)
             self._wake(env.t, out, data.node)  # a NoExecute taint may already be there
@@ -211,7 +216,7 @@ class OutOfServiceController(Service):
         self._gone(env.pod, env, out)
 
     def _on_PodRejected(self, env: Envelope, data: dec.PodRejected, out: Emitter) -> None:
-        self.known.pop(env.pod or "", None)
+        self.arriving.refused(env.pod)
 
     def _on_OOMKilled(self, env: Envelope, data: dec.OOMKilled, out: Emitter) -> None:
         if data.pod_failed:
@@ -236,6 +241,7 @@ class OutOfServiceController(Service):
                 self._wake(env.t, out, self.pods[key].node)
         elif data.kind == "Node" and data.name in self.nodes:
             self.nodes[data.name].deleted_at = env.t
+            self._unhealthy.add(data.name)  # PodGC looks at it from now on
             self._wake(env.t + ORPHAN_QUARANTINE, out)
 
     # -- node health and taints -------------------------------------------------------------------
@@ -243,9 +249,10 @@ class OutOfServiceController(Service):
         node = self.nodes.get(env.node or "")
         if node is None or data.condition != "Ready" or node.ready == data.status:
             return  # (its own Unknown comes back to it: already handled in that pass)
-        node.ready = data.status
+        self._set_ready(env.node or "", data.status)
         if data.status == "True":
             node.unknown_at = None
+            self._stopping.discard(env.node or "")
         self._wake(env.t, out, env.node)
 
     def _stopped(self, name: str, env: Envelope, out: Emitter) -> None:
@@ -254,6 +261,7 @@ class OutOfServiceController(Service):
         if node is None or node.unknown_at is not None:
             return
         node.unknown_at = unknown_at(last_heartbeat(env.t, node.status_frequency), self.grace)
+        self._stopping.add(name)
         self._wake(node.unknown_at, out)
 
     def _on_NodePoweredOff(self, env: Envelope, data: inp.NodePoweredOff, out: Emitter) -> None:
@@ -266,6 +274,7 @@ class OutOfServiceController(Service):
         node = self.nodes.get(data.node)
         if node is not None:
             node.unknown_at = None
+            self._stopping.discard(data.node)
 
     def _on_NodeTainted(self, env: Envelope, data: inp.NodeTainted, out: Emitter) -> None:
         node = self.nodes.get(data.node)
@@ -289,10 +298,14 @@ class OutOfServiceController(Service):
         self.timers.fired(env.t, data.phase)
         if data.phase != PHASE_TIMERS:
             return
+        # Every service's timer tick reaches this handler: only nodes with something due are
+        # looked at (a stopped node's monitor deadline, a pass to redo, a deletion deadline).
         now = env.t
-        for name, node in self.nodes.items():
-            if node.unknown_at is not None and node.unknown_at <= now and node.ready != "Unknown":
-                node.ready = "Unknown"
+        for name in sorted(self._stopping, key=self._order.__getitem__):
+            node = self.nodes[name]
+            if node.unknown_at is not None and node.unknown_at <= now:
+                self._stopping.discard(name)
+                self._set_ready(name, "Unknown")
                 out.emit(
                     DECISIONS,
                     dec.NodeConditionChanged(
@@ -302,14 +315,21 @@ class OutOfServiceController(Service):
                 )
                 self.dirty.add(name)
         dirty, self.dirty = self.dirty, set()
-        for name in [n for n in self.nodes if n in dirty]:
+        for name in sorted(dirty & self.nodes.keys(), key=self._order.__getitem__):
             self._lifecycle_taints(name, out)
-        for name, node in self.nodes.items():
-            self._taint_eviction(name, node, now, out, reevaluate=name in dirty)
+        for name in sorted((dirty | self._deadlines) & self.nodes.keys(), key=self._order.__getitem__):
+            self._taint_eviction(name, self.nodes[name], now, out, reevaluate=name in dirty)
         if now % POD_GC_PERIOD == 0:
             self._pod_gc(now, out)
         self._detach(now, out)
         self._next_pod_gc(now, out)
+
+    def _set_ready(self, name: str, status: str) -> None:
+        self.nodes[name].ready = status
+        if status == "True":
+            self._unhealthy.discard(name)
+        else:
+            self._unhealthy.add(name)
 
     def _lifecycle_taints(self, name: str, out: Emitter) -> None:
         node = self.nodes[name]
@@ -355,10 +375,15 @@ class OutOfServiceController(Service):
                     pod=key,
                 )
                 p.deletion_cause = deletion.id
+        if any(self.pods[k].delete_at is not None for k in node.pods):
+            self._deadlines.add(name)
+        else:
+            self._deadlines.discard(name)
 
     def _pod_gc(self, now: int, out: Emitter) -> None:
         """``gcTerminating`` and ``gcOrphaned``, in upstream's order."""
-        for name, node in self.nodes.items():
+        for name in sorted(self._unhealthy, key=self._order.__getitem__):
+            node = self.nodes[name]
             orphaned = node.deleted_at is not None and now - node.deleted_at >= ORPHAN_QUARANTINE
             if not orphaned and not (node.ready != "True" and node.out_of_service()):
                 continue
@@ -379,7 +404,7 @@ class OutOfServiceController(Service):
                 out.emit(DECISIONS, data, node=name, pod=key, causes=[p.deletion_cause] if p.deletion_cause else None)
 
     def _next_pod_gc(self, now: int, out: Emitter) -> None:
-        for node in self.nodes.values():
+        for node in (self.nodes[n] for n in self._unhealthy):
             waiting = (
                 node.ready != "True" and node.out_of_service() and any(self.pods[k].terminating for k in node.pods)
             )

@@ -25,7 +25,6 @@ from ledgerlet_core.k8s.objects import Node, Pod
 from ledgerlet_core.k8s.priority import pod_priority
 from ledgerlet_core.kubelet_config import KubeletConfig, config_for_node
 from ledgerlet_core.scenario import exit_after_seconds
-from ledgerlet_core.scheduling.admission import apply_admitted
 from ledgerlet_core.shutdown.graceful import (
     READY_MESSAGE,
     READY_REASON,
@@ -35,6 +34,7 @@ from ledgerlet_core.shutdown.graceful import (
     shutdown_groups,
 )
 from ledgerlet_core.timefmt import parse_rfc3339
+from ledgerlet_services.arriving_pods import ArrivingPods
 from ledgerlet_services.base import Service
 from ledgerlet_services.emitter import Emitter
 from ledgerlet_services.timers import Timers
@@ -65,8 +65,9 @@ class ShutdownManager(Service):
         self.base_config: dict[str, Any] = {}
         self.start_unix = 0.0
         self.nodes: dict[str, _Node] = {}
-        self.known: dict[str, Pod] = {}
+        self.arriving = ArrivingPods()
         self.pod_node: dict[str, str] = {}
+        self._shutting: set[str] = set()
         self.timers = Timers(self.name)
 
     def handle(self, env: Envelope, out: Emitter) -> None:
@@ -97,20 +98,18 @@ class ShutdownManager(Service):
                     where.pods[pod.key] = pod
                     self.pod_node[pod.key] = pod.spec.node_name
             elif pod.key not in self.pod_node:
-                self.known[pod.key] = pod
+                self.arriving.arrived(pod)
 
     def _on_ObjectCreated(self, env: Envelope, data: ObjectCreated, out: Emitter) -> None:
         if data.object.get("kind") == "Pod":
             pod = convert(data.object, Pod)
-            self.known[pod.key] = pod
+            self.arriving.arrived(pod)
 
     def _on_PodAdmitted(self, env: Envelope, data: dec.PodAdmitted, out: Emitter) -> None:
-        pod = self.known.get(env.pod or "")
-        if pod is not None:
-            self.known[pod.key] = apply_admitted(pod, data)
+        self.arriving.admitted(env.pod, data)
 
     def _on_PodStarted(self, env: Envelope, data: PodStarted, out: Emitter) -> None:
-        pod = self.known.pop(data.pod, None)
+        pod = self.arriving.started(data.pod)
         node = self.nodes.get(data.node)
         if pod is not None and node is not None:
             node.pods[data.pod] = pod
@@ -135,7 +134,7 @@ class ShutdownManager(Service):
         self._inactive(env.pod)
 
     def _on_PodRejected(self, env: Envelope, data: dec.PodRejected, out: Emitter) -> None:
-        self.known.pop(env.pod or "", None)
+        self.arriving.refused(env.pod)
 
     def _on_OOMKilled(self, env: Envelope, data: dec.OOMKilled, out: Emitter) -> None:
         if data.pod_failed:
@@ -151,12 +150,14 @@ class ShutdownManager(Service):
         if node is None or node.state != "up":
             return
         node.state, node.requested_at = "shutting-down", env.t
+        self._shutting.add(data.node)
         self.timers.want(env.t, PHASE_TIMERS, out)
 
     def _on_NodePoweredOff(self, env: Envelope, data: inp.NodePoweredOff, out: Emitter) -> None:
         node = self.nodes.get(data.node)
         if node is not None:
             node.state, node.requested_at, node.ends_at = "off", None, None
+            self._shutting.discard(data.node)
 
     def _on_NodePoweredOn(self, env: Envelope, data: inp.NodePoweredOn, out: Emitter) -> None:
         node = self.nodes.get(data.node)
@@ -175,7 +176,9 @@ class ShutdownManager(Service):
         self.timers.fired(env.t, data.phase)
         if data.phase != PHASE_TIMERS:
             return
-        for name, node in self.nodes.items():
+        # every service's timer tick comes here: only the nodes shutting down are looked at
+        for name in [n for n in self.nodes if n in self._shutting]:
+            node = self.nodes[name]
             if node.state == "shutting-down" and node.requested_at == env.t and node.ends_at is None:
                 self._start(env, name, node, out)
             elif node.state == "shutting-down" and node.ends_at == env.t:
@@ -262,6 +265,7 @@ class ShutdownManager(Service):
     def _complete(self, env: Envelope, name: str, node: _Node, out: Emitter) -> None:
         """The last group is done: the inhibitor lock is released and the machine halts."""
         node.state, node.ends_at = "off", None
+        self._shutting.discard(name)
         out.emit(
             DECISIONS,
             dec.NodeShutdownCompleted(
