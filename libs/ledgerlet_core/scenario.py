@@ -32,6 +32,7 @@ from ledgerlet_core.kubelet_config import (
     resolve_kubelet_config,
 )
 from ledgerlet_core.scheduling.admission import admit_pod, validate_priority_class
+from ledgerlet_core.scheduling.config import SchedulerConfig
 from ledgerlet_core.summary import Summary
 from ledgerlet_core.timefmt import EPOCH, parse_rfc3339
 from ledgerlet_core.usage import LAYOUTS, NodeUsage, PodUsage, parse_node_usage, parse_pod_usage
@@ -55,16 +56,6 @@ _SPEC_FIELDS: Final = frozenset(
     }
 )
 _ACTIONS: Final = ("apply", "delete", "stats", "shutdown", "powerOff", "powerOn", "taint", "untaint")
-
-
-class SchedulerConfig(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
-    disable_preemption: bool = False
-    percentage_of_nodes_to_score: int = 0
-    pod_initial_backoff_seconds: int = 1
-    pod_max_backoff_seconds: int = 10
-    min_candidate_nodes_percentage: int = 10
-    min_candidate_nodes_absolute: int = 100
-    feature_gates: dict[str, bool] = {}
 
 
 class ControllerConfig(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):

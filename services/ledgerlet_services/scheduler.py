@@ -31,12 +31,11 @@ from ledgerlet_core.k8s.objects import (
     RuntimeClass,
     Taint,
 )
-from ledgerlet_core.k8s.resources import resource_format
+from ledgerlet_core.k8s.resources import quantities
 from ledgerlet_core.k8s.selectors import matches
 from ledgerlet_core.kubelet_config import config_for_node
 from ledgerlet_core.node_status import allocatable, reported_capacity
-from ledgerlet_core.quantity import Quantity, parse_quantity
-from ledgerlet_core.scenario import SchedulerConfig
+from ledgerlet_core.quantity import parse_quantity
 from ledgerlet_core.scheduling.admission import (
     admit_pod,
     admitted_record,
@@ -44,7 +43,8 @@ from ledgerlet_core.scheduling.admission import (
     validate_priority_class,
     validate_priority_class_update,
 )
-from ledgerlet_core.scheduling.cycle import CycleResult, Settings, schedule_one
+from ledgerlet_core.scheduling.config import SchedulerConfig
+from ledgerlet_core.scheduling.cycle import CycleResult, schedule_one
 from ledgerlet_core.scheduling.filters import NodeStatus
 from ledgerlet_core.scheduling.info import NodeInfo, PodInfo, pod_info
 from ledgerlet_core.scheduling.preemption import PDB, Preemption, pdb_violations
@@ -74,8 +74,8 @@ def _filtered(statuses: dict[str, NodeStatus]) -> dict[str, list[str]]:
     return out
 
 
-def _quantities(nanos: dict[str, int]) -> dict[str, str]:
-    return {k: str(Quantity(v, resource_format(k))) for k, v in sorted(nanos.items())}
+def _printed(nanos: dict[str, int]) -> dict[str, str]:
+    return {k: str(v) for k, v in quantities(nanos).items()}
 
 
 class Scheduler(Service):
@@ -84,7 +84,7 @@ class Scheduler(Service):
     topics = (INPUTS, CLOCK, DECISIONS)
 
     def __init__(self) -> None:
-        self.settings = Settings()
+        self.settings = SchedulerConfig()
         self.initial_backoff = SECOND
         self.max_backoff = 10 * SECOND
         self.base_config: dict[str, Any] = {}
@@ -122,13 +122,7 @@ class Scheduler(Service):
 
     # -- configuration and objects ------------------------------------------------------
     def _on_ScenarioStarted(self, env: Envelope, data: inp.ScenarioStarted, out: Emitter) -> None:
-        cfg = convert(data.scheduler_config, SchedulerConfig)
-        self.settings = Settings(
-            percentage_of_nodes_to_score=cfg.percentage_of_nodes_to_score,
-            disable_preemption=cfg.disable_preemption,
-            min_candidate_nodes_percentage=cfg.min_candidate_nodes_percentage,
-            min_candidate_nodes_absolute=cfg.min_candidate_nodes_absolute,
-        )
+        cfg = self.settings = convert(data.scheduler_config, SchedulerConfig)
         self.initial_backoff = cfg.pod_initial_backoff_seconds * SECOND
         self.max_backoff = cfg.pod_max_backoff_seconds * SECOND
         self.base_config = data.kubelet_config
@@ -315,10 +309,6 @@ class Scheduler(Service):
             for k, v in mine.items():
                 used[k] = used.get(k, 0) - v
 
-    def _check_quota(self, pod: Pod) -> AdmissionError | None:
-        ns = pod.metadata.namespace or "default"
-        return check_quota(pod, [q for k, q in self.quotas.items() if k.split("/", 1)[0] == ns], self.quota_used)
-
     # -- admission ------------------------------------------------------------------------------
     def _initial_pod(self, pod: Pod) -> None:
         if pod.status.phase in ("Succeeded", "Failed"):
@@ -371,7 +361,7 @@ class Scheduler(Service):
                 not_ready_seconds=self.not_ready_seconds,
                 unreachable_seconds=self.unreachable_seconds,
             )
-            error = self._check_quota(pod)
+            error = check_quota(pod, self.quotas.values(), self.quota_used)
             if error is not None:
                 raise error
         except AdmissionError as exc:
@@ -466,7 +456,7 @@ class Scheduler(Service):
             return
         post = result.preemption
         if post is not None and post.nominate:
-            self._nominate(env, p, post, result, causes, out)
+            self._nominate(env, p, post, result, pdbs, causes, out)
         elif post is not None and post.nominate == "" and info.nominated:
             self.nominated.get(info.nominated, {}).pop(info.key, None)
             info.nominated = ""
@@ -477,7 +467,7 @@ class Scheduler(Service):
                 reasons=result.reasons,
                 message=result.message,
                 priority=info.priority,
-                requests=_quantities(info.requests),
+                requests=_printed(info.requests),
                 filtered=_filtered(result.statuses),
                 attempts=q.attempts,
                 backoff_seconds=backoff_duration(q.attempts, self.initial_backoff, self.max_backoff) / SECOND,
@@ -501,7 +491,7 @@ class Scheduler(Service):
         out.emit(
             DECISIONS,
             dec.PodScheduled(
-                requests=_quantities(info.requests),
+                requests=_printed(info.requests),
                 why=result.why,
                 priority=info.priority,
                 evaluated_nodes=result.evaluated,
@@ -517,7 +507,14 @@ class Scheduler(Service):
         )
 
     def _nominate(
-        self, env: Envelope, p: _Pending, post: Preemption, result: CycleResult, causes: list[str], out: Emitter
+        self,
+        env: Envelope,
+        p: _Pending,
+        post: Preemption,
+        result: CycleResult,
+        pdbs: list[PDB],
+        causes: list[str],
+        out: Emitter,
     ) -> None:
         """Record the nomination, delete the victims (their own grace), and clear the
         nominations of lower-priority pods on that node (``prepareCandidate``)."""
@@ -533,7 +530,7 @@ class Scheduler(Service):
                 self.nominated[node_name].pop(other.key)
                 cleared.append(other.key)
         self.nominated.setdefault(node_name, {})[info.key] = info
-        violating = {v.key for v in pdb_violations(post.victims, self._pdb_views())[0]} if self.pdbs else set()
+        violating = {v.key for v in pdb_violations(post.victims, pdbs)[0]}
         nominated_env = out.emit(
             DECISIONS,
             dec.PodNominated(

@@ -22,7 +22,8 @@ from ledgerlet_core.scheduling.admission import (
     validate_priority_class,
     validate_priority_class_update,
 )
-from ledgerlet_core.scheduling.cycle import Settings, schedule_one
+from ledgerlet_core.scheduling.config import SchedulerConfig
+from ledgerlet_core.scheduling.cycle import schedule_one
 from ledgerlet_core.scheduling.filters import FITS, UNSCHEDULABLE, NodeStatus, fit_error, run_filters
 from ledgerlet_core.scheduling.info import NodeInfo, PodInfo, pod_info
 from ledgerlet_core.scheduling.preemption import (
@@ -418,9 +419,9 @@ def test_number_of_candidates_dry_run() -> None:
 def test_a_scheduling_cycle_tries_the_nominated_node_first_and_ties_go_to_node_order() -> None:
     p = info("p", 1000)
     nodes = [node("a", 0), node("b", 1)]
-    out = schedule_one(p, nodes, {}, [], Settings(), now=0, start_index=0)
+    out = schedule_one(p, nodes, {}, [], SchedulerConfig(), now=0, start_index=0)
     assert out.node == "a" and "tied" in out.why
     p.nominated = "b"
-    out = schedule_one(p, nodes, {}, [], Settings(), now=0, start_index=0)
+    out = schedule_one(p, nodes, {}, [], SchedulerConfig(), now=0, start_index=0)
     assert out.node == "b" and out.why == "its nominated node fits"
     assert FITS.fits

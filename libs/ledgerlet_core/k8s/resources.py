@@ -85,7 +85,8 @@ def _pod_level(pod: Pod, which: str) -> ResourceList:
     return {k: v for k, v in values.items() if k in POD_LEVEL_RESOURCES}
 
 
-def _quantities(nanos: dict[str, int]) -> ResourceList:
+def quantities(nanos: dict[str, int]) -> ResourceList:
+    """Nanos by resource name as quantities in each resource's format."""
     return {name: Quantity(v, resource_format(name)) for name, v in sorted(nanos.items())}
 
 
@@ -97,7 +98,7 @@ def pod_requests(pod: Pod, *, include_overhead: bool = True, pod_level_resources
             total[name] = q.nanos
     if include_overhead and pod.spec.overhead:
         _add(total, pod.spec.overhead)
-    return _quantities(total)
+    return quantities(total)
 
 
 def pod_limits(pod: Pod, *, pod_level_resources: bool = True) -> ResourceList:
@@ -110,7 +111,7 @@ def pod_limits(pod: Pod, *, pod_level_resources: bool = True) -> ResourceList:
         for name, q in pod.spec.overhead.items():
             if total.get(name, 0) != 0:
                 total[name] += q.nanos
-    return _quantities(total)
+    return quantities(total)
 
 
 def kubelet_request(pod: Pod, resource: str, *, pod_level_resources: bool = True) -> Quantity:
@@ -137,4 +138,4 @@ def sum_resources(lists: Iterable[ResourceList]) -> ResourceList:
     total: dict[str, int] = {}
     for resources in lists:
         _add(total, resources)
-    return _quantities(total)
+    return quantities(total)

@@ -13,20 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from ledgerlet_core.scheduling.config import SchedulerConfig
 from ledgerlet_core.scheduling.filters import FITS, NodeStatus, fit_error, run_filters
 from ledgerlet_core.scheduling.info import NodeInfo, PodInfo
 from ledgerlet_core.scheduling.preemption import PDB, Preemption, preempt
 from ledgerlet_core.scheduling.scores import NodeScore, num_feasible_nodes_to_find, score_nodes
 
 NO_NODES: Final = "no nodes available to schedule pods"
-
-
-@dataclass(slots=True)
-class Settings:
-    percentage_of_nodes_to_score: int = 0
-    disable_preemption: bool = False
-    min_candidate_nodes_percentage: int = 10
-    min_candidate_nodes_absolute: int = 100
 
 
 @dataclass(slots=True)
@@ -48,7 +41,7 @@ def schedule_one(
     nodes: Sequence[NodeInfo],
     nominated_by_node: Mapping[str, Sequence[PodInfo]],
     pdbs: Sequence[PDB],
-    settings: Settings,
+    settings: SchedulerConfig,
     *,
     now: int,
     start_index: int,
