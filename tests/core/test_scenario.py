@@ -177,3 +177,31 @@ def test_json_scenarios_load_like_yaml() -> None:
     assert a.objects == b.objects and a.events == b.events and a.duration == b.duration
     err = refused("{not json")
     assert err.obj == "JSON"
+
+
+def test_priority_class_the_api_server_refuses() -> None:
+    err = refused(
+        scenario(
+            objects="- {apiVersion: scheduling.k8s.io/v1, kind: PriorityClass, "
+            "metadata: {name: gold}, value: 2000000000}"
+        )
+    )
+    assert err.obj == "objects[1] PriorityClass gold" and err.field == "value"
+    assert "maximum allowed value of a user defined priority is 1000000000" in err.message
+    err = refused(
+        scenario(
+            objects="- {apiVersion: scheduling.k8s.io/v1, kind: PriorityClass, metadata: {name: system-gold}, value: 5}"
+        )
+    )
+    assert err.field == "metadata.name" and "system-gold is not a known system priority class" in err.message
+
+
+def test_pod_with_unknown_runtime_class() -> None:
+    err = refused(
+        scenario(
+            objects="- {apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {nodeName: n1, "
+            "runtimeClassName: kata-fc, containers: [{name: a}]}}"
+        )
+    )
+    assert err.obj == "objects[1] Pod default/p" and err.field == "spec.runtimeClassName"
+    assert 'RuntimeClass "kata-fc" not found' in err.message
