@@ -65,6 +65,8 @@ class _Node:
     user_taints: list[Taint] = field(default_factory=list)
     lifecycle_taints: list[Taint] = field(default_factory=list)
     unknown_at: int | None = None
+    #: its kubelet is down (powered off, or halted after a shutdown): nothing unmounts there
+    down: bool = False
     deleted_at: int | None = None
     #: pods on it, in the order they arrived
     pods: dict[str, None] = field(default_factory=dict)
@@ -260,6 +262,7 @@ class OutOfServiceController(Service):
         node = self.nodes.get(name)
         if node is None or node.unknown_at is not None:
             return
+        node.down = True
         node.unknown_at = unknown_at(last_heartbeat(env.t, node.status_frequency), self.grace)
         self._stopping.add(name)
         self._wake(node.unknown_at, out)
@@ -273,8 +276,9 @@ class OutOfServiceController(Service):
     def _on_NodePoweredOn(self, env: Envelope, data: inp.NodePoweredOn, out: Emitter) -> None:
         node = self.nodes.get(data.node)
         if node is not None:
-            node.unknown_at = None
+            node.unknown_at, node.down = None, False
             self._stopping.discard(data.node)
+            self._wake(env.t, out, data.node)  # its kubelet unmounts what is no longer wanted
 
     def _on_NodeTainted(self, env: Envelope, data: inp.NodeTainted, out: Emitter) -> None:
         node = self.nodes.get(data.node)
@@ -417,11 +421,12 @@ class OutOfServiceController(Service):
             node = self.nodes.get(name)
             healthy = node is not None and node.ready == "True"
             oos = node is not None and node.out_of_service()
-            if healthy:
-                reason, forced = "Normal", False  # the kubelet unmounted it as the pod went
+            if node is not None and not node.down:
+                reason, forced = "Normal", False  # its kubelet unmounted it as the pod went
             else:
+                # still mounted as far as the API knows (the kubelet is gone): only forced
                 why = force_detach(
-                    healthy=False,
+                    healthy=healthy,
                     out_of_service=oos,
                     unwanted_for=now - since,
                     disable_on_timeout=self.disable_force_detach,

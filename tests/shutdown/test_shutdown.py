@@ -199,3 +199,52 @@ async def test_out_of_service_statefulset_example(tmp_path: Path) -> None:
         for r in records
         if r["type"] == "NodeTaintRemoved" and r["node"] == "worker-1"
     } == {("node.kubernetes.io/unreachable", "NoSchedule"), ("node.kubernetes.io/unreachable", "NoExecute")}
+
+
+LIFECYCLE = """\
+apiVersion: ledgerlet/v1
+kind: Scenario
+metadata: {name: lifecycle}
+spec:
+  duration: 8m
+  controllerConfig: {disableForceDetachOnTimeout: true}
+  objects:
+    - {apiVersion: v1, kind: Node, metadata: {name: n1}, status: {capacity: {cpu: "4", memory: 8Gi, pods: "110"}}}
+    - {apiVersion: v1, kind: Node, metadata: {name: n2}, status: {capacity: {cpu: "4", memory: 8Gi, pods: "110"}}}
+    - {apiVersion: v1, kind: Node, metadata: {name: n3}, status: {capacity: {cpu: "4", memory: 8Gi, pods: "110"}}}
+    - apiVersion: v1
+      kind: PersistentVolume
+      metadata: {name: pv-keep}
+      spec: {csi: {driver: d, volumeHandle: h}, claimRef: {namespace: default, name: keep}}
+    - {apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: keep}, spec: {volumeName: pv-keep}}
+    - apiVersion: v1
+      kind: Pod
+      metadata: {name: keep}
+      spec: {nodeName: n1, containers: [{name: c}], volumes: [{name: v, persistentVolumeClaim: {claimName: keep}}]}
+    - {apiVersion: v1, kind: Pod, metadata: {name: stranded}, spec: {nodeName: n2, containers: [{name: c}]}}
+    - {apiVersion: v1, kind: Pod, metadata: {name: web}, spec: {nodeName: n3, containers: [{name: c}]}}
+  events:
+    - {at: 10s, powerOff: {node: n1}}
+    - {at: 10s, powerOff: {node: n3}}
+    - {at: 20s, delete: {kind: Pod, namespace: default, name: keep, gracePeriodSeconds: 0, force: true}}
+    - {at: 20s, delete: {kind: Pod, namespace: default, name: web}}
+    - {at: 30s, delete: {kind: Node, name: n2}}
+    - {at: 100s, powerOn: {node: n3}}
+    - {at: 400s, powerOn: {node: n1}}
+"""
+
+
+async def test_orphans_disabled_force_detach_and_power_on(tmp_path: Path) -> None:
+    path = tmp_path / "lifecycle.yaml"
+    path.write_text(LIFECYCLE)
+    records, _ = await run_file(path, f"sqlite:///{tmp_path / 'l.db'}")
+    # PodGC: pods of a deleted node go after the 40 s quarantine, at the next 20 s pass
+    orphan = next(r for r in records if r.get("pod") == "default/stranded")
+    assert (orphan["t"], orphan["type"], orphan["data"]["reason"]) == (80.0, "PodForceDeleted", "orphaned")
+    assert orphan["data"]["message"] == "PodGC: node no longer exists"
+    # deleted while its node was down: Terminating until the kubelet comes back and finishes it
+    web = next(r for r in records if r.get("pod") == "default/web" and r["type"] == "PodTerminated")
+    assert (web["t"], web["data"]["reason"], web["data"]["killedAt"]) == (100.0, "Deleted", 20.0)
+    # force detach on timeout disabled: no Timeout detach; the volume goes when n1 is healthy again
+    detached = [(r["t"], r["data"]["forced"], r["data"]["reason"]) for r in records if r["type"] == "VolumeDetached"]
+    assert detached == [(400.0, False, "Normal")]
