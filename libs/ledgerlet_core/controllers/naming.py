@@ -13,6 +13,8 @@ from typing import Any, Final
 
 import msgspec
 
+from ledgerlet_core.codec import enc_hook
+
 #: ``k8s.io/apimachinery/pkg/util/rand``: no vowels, no 0/1/3 (no words, no confusion)
 ALPHANUMS: Final = "bcdfghjklmnpqrstvwxz2456789"
 
@@ -37,5 +39,6 @@ def safe_encode(text: str) -> str:
 
 def template_hash(template: Any) -> str:
     """The pod-template-hash label of a Deployment's ReplicaSet."""
-    data = msgspec.json.encode(msgspec.to_builtins(template, order="sorted"))
+    # quantities as their canonical strings (a template with resources holds Quantity values)
+    data = msgspec.json.encode(msgspec.to_builtins(template, order="sorted", enc_hook=enc_hook))
     return safe_encode(str(fnv32a(data)))
