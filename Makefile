@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT := out
 
-.PHONY: run test lint typecheck imports contracts browser bench up clean
+.PHONY: run test lint typecheck imports contracts browser bench golden up clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ run: $(STAMP)
 ## test: lint, format, types, import contracts, schema drift, then the test suite
 test: lint typecheck imports contracts browser
 	$(BIN)/pytest -q
+
+## golden: write the frozen decision logs (tests/golden) again, after a change meant to alter decisions
+golden: $(STAMP)
+	$(BIN)/python -m tests.golden.regenerate
 
 ## browser: Debian's Chromium, which the HTML report's test renders in (installed once, as root)
 browser:

@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import cProfile
 import pstats
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -27,103 +28,8 @@ from ledgerlet_core.scenario import load_scenario
 from ledgerlet_services.embedded import run_embedded
 from ledgerlet_store.store import EventStore
 
-
-def _node(name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {"name": name},
-        "status": {"capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"}},
-    }
-
-
-def _pod(name: str, node: str, cpu: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {
-            "nodeName": node,
-            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "500Mi"}}}],
-            **spec,
-        },
-    }
-
-
-def _rs(name: str, replicas: int, cpu: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "ReplicaSet",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {
-                    "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "500Mi"}}}],
-                    **spec,
-                },
-            },
-        },
-    }
-
-
-def scheduling_basic(nodes: int, init: int, measure: int) -> dict[str, Any]:
-    objects = [_node(f"n{i}") for i in range(nodes)]
-    objects += [_pod(f"init-{i}", f"n{i % nodes}", "100m") for i in range(init)]
-    if measure:
-        objects.append(_rs("measured", measure, "100m"))
-    return _scenario("scheduling-basic", objects, "1s")
-
-
-def preemption_basic(nodes: int, measure: int) -> dict[str, Any]:
-    objects: list[dict[str, Any]] = [_node(f"n{i}") for i in range(nodes)]
-    objects.append(
-        {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "high"}, "value": 10}
-    )
-    objects += [
-        _pod(f"low-{i}-{j}", f"n{i}", "900m", terminationGracePeriodSeconds=0) for i in range(nodes) for j in range(4)
-    ]
-    if measure:
-        objects.append(_rs("high", measure, "3", priorityClassName="high", terminationGracePeriodSeconds=0))
-    return _scenario("preemption-basic", objects, "30s")
-
-
-def shutdown_110(nodes: int, shut: bool) -> dict[str, Any]:
-    table = [
-        {"priority": p, "shutdownGracePeriodSeconds": s}
-        for p, s in ((0, 30), (1000, 30), (10000, 30), (100000, 20), (2000000000, 10))
-    ]
-    objects: list[dict[str, Any]] = [_node(f"n{i}") for i in range(nodes)]
-    for p, _ in ((1000, 0), (10000, 0), (100000, 0)):
-        objects.append(
-            {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": f"p{p}"}, "value": p}
-        )
-    classes = ["", "p1000", "p10000", "p100000", "system-node-critical"]
-    for i in range(nodes):
-        for j in range(110):
-            pod = _pod(f"pod-{i}-{j}", f"n{i}", "10m")
-            pod["metadata"]["annotations"] = {"ledgerlet/exit-after": str(j % 7)}
-            if classes[j % 5]:
-                pod["spec"]["priorityClassName"] = classes[j % 5]
-            objects.append(pod)
-    events = [{"at": "10s", "shutdown": {"node": f"n{i}"}} for i in range(nodes)] if shut else []
-    return _scenario("shutdown-110", objects, "3m", {"shutdownGracePeriodByPodPriority": table}, events)
-
-
-def _scenario(
-    name: str,
-    objects: list[dict[str, Any]],
-    duration: str,
-    kubelet: dict[str, Any] | None = None,
-    events: list[dict[str, Any]] | None = None,
-) -> dict[str, Any]:
-    return {
-        "apiVersion": "ledgerlet/v1",
-        "kind": "Scenario",
-        "metadata": {"name": name},
-        "spec": {"duration": duration, "kubeletConfig": kubelet or {}, "objects": objects, "events": events or []},
-    }
+sys.path.insert(0, str(Path(__file__).parent))
+from scenarios import preemption_basic, scheduling_basic, shutdown_110
 
 
 def _remove(out: Path) -> None:

@@ -14,7 +14,10 @@ def deployment(container: dict[str, Any]) -> Workload:
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {"name": "web", "namespace": "shop"},
-        "spec": {"replicas": 3, "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [container]}}},
+        "spec": {
+            "replicas": 3,
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [container]}},
+        },
     }
     return convert(doc, Workload)
 

@@ -1,0 +1,23 @@
+"""Running one golden case: the decision log exactly as ``ledgerlet run`` writes it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ledgerlet_core.contracts.decision_log import encode_records, to_records
+from ledgerlet_core.scenario import load_scenario
+from ledgerlet_services.embedded import run_embedded
+from ledgerlet_store.store import EventStore
+
+from .cases import RUN_ID, cases
+
+
+async def decision_log(name: str, workdir: Path) -> bytes:
+    text, source = cases()[name]()
+    scenario = load_scenario(text, source)
+    store = await EventStore.open(f"sqlite:///{workdir / f'{name}.db'}")
+    try:
+        result = await run_embedded(scenario, store, run=RUN_ID)
+    finally:
+        await store.close()
+    return encode_records(to_records([d.envelope for d in result.decisions], scenario.start))
