@@ -10,12 +10,12 @@ from __future__ import annotations
 import statistics
 import time
 
-from ledgerlet_core.codec import convert
-from ledgerlet_core.eviction.manager import EvictionState, synchronize
-from ledgerlet_core.k8s.defaults import apply_defaults
-from ledgerlet_core.k8s.objects import Pod
-from ledgerlet_core.kubelet_config import resolve_kubelet_config
-from ledgerlet_core.summary import (
+from ledgerlet_core.kubelet.config import resolve_kubelet_config
+from ledgerlet_core.kubelet.eviction.manager import EvictionState, synchronize
+from ledgerlet_core.model.codec import convert
+from ledgerlet_core.model.k8s.defaults import apply_defaults
+from ledgerlet_core.model.k8s.objects import Pod
+from ledgerlet_core.model.summary import (
     ContainerStats,
     FsStats,
     MemoryStats,

@@ -22,10 +22,10 @@ from pathlib import Path
 import asyncpg
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ledgerlet_core.scenario import load_scenario
+from ledgerlet_core.scenario.load import load_scenario
+from ledgerlet_services.app.replay import replay_run
 from ledgerlet_services.audit.queries import Audit
-from ledgerlet_services.embedded import run_embedded
-from ledgerlet_services.replay import replay_run
+from ledgerlet_services.runtime.embedded import run_embedded
 from ledgerlet_store.store import EventStore
 from scenarios import cluster
 

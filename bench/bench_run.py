@@ -12,8 +12,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from ledgerlet_core.scenario import load_scenario
-from ledgerlet_services.embedded import run_embedded
+from ledgerlet_core.scenario.load import load_scenario
+from ledgerlet_services.runtime.embedded import run_embedded
 from ledgerlet_store.store import EventStore
 from scenarios import write
 

@@ -10,7 +10,7 @@ import jsonschema
 import yaml
 
 from ledgerlet_bus.kafka import parse_bus_url
-from ledgerlet_services.catalog import needs_bus, service_names
+from ledgerlet_services.runtime.catalog import needs_bus, service_names
 from tests.conftest import ROOT
 
 #: the schema the issue names, when the shared tree is there; the vendored copy otherwise

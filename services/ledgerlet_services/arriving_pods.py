@@ -7,9 +7,9 @@ or ``ObjectCreated``, what admission wrote from ``PodAdmitted``, and where it ru
 
 from __future__ import annotations
 
+from ledgerlet_core.apiserver.admission import apply_admitted
 from ledgerlet_core.contracts import decisions as dec
-from ledgerlet_core.k8s.objects import Pod
-from ledgerlet_core.scheduling.admission import apply_admitted
+from ledgerlet_core.model.k8s.objects import Pod
 
 
 class ArrivingPods:

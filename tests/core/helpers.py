@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledgerlet_core.codec import convert
-from ledgerlet_core.k8s.defaults import apply_defaults
-from ledgerlet_core.k8s.objects import Pod
-from ledgerlet_core.summary import (
+from ledgerlet_core.model.codec import convert
+from ledgerlet_core.model.k8s.defaults import apply_defaults
+from ledgerlet_core.model.k8s.objects import Pod
+from ledgerlet_core.model.summary import (
     ContainerStats,
     FsStats,
     MemoryStats,

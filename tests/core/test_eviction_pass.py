@@ -4,11 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledgerlet_core.eviction.manager import EvictionState, PassResult, admit, synchronize
-from ledgerlet_core.eviction.reclaim import RuntimeImage, RuntimeView
-from ledgerlet_core.k8s.objects import Pod
-from ledgerlet_core.kubelet_config import resolve_kubelet_config
-from ledgerlet_core.summary import ContainerStats, FsStats, MemoryStats, NodeStats, PodStats, RuntimeStats, Summary
+from ledgerlet_core.kubelet.config import resolve_kubelet_config
+from ledgerlet_core.kubelet.eviction.manager import EvictionState, PassResult, admit, synchronize
+from ledgerlet_core.model.k8s.objects import Pod
+from ledgerlet_core.model.runtime import RuntimeImage, RuntimeView
+from ledgerlet_core.model.summary import (
+    ContainerStats,
+    FsStats,
+    MemoryStats,
+    NodeStats,
+    PodStats,
+    RuntimeStats,
+    Summary,
+)
 
 from .helpers import Mi, memory_stats, pod, resources
 

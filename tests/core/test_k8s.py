@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from ledgerlet_core.codec import convert
-from ledgerlet_core.errors import InputError
-from ledgerlet_core.k8s.decode import decode_object
-from ledgerlet_core.k8s.defaults import apply_defaults
-from ledgerlet_core.k8s.objects import Pod
-from ledgerlet_core.k8s.priority import is_critical_pod
-from ledgerlet_core.k8s.qos import compute_pod_qos, container_oom_score_adj
-from ledgerlet_core.k8s.resources import kubelet_request, pod_limits, pod_requests
+from ledgerlet_core.model.codec import convert
+from ledgerlet_core.model.errors import InputError
+from ledgerlet_core.model.k8s.decode import decode_object
+from ledgerlet_core.model.k8s.defaults import apply_defaults
+from ledgerlet_core.model.k8s.objects import Pod
+from ledgerlet_core.model.k8s.priority import is_critical_pod
+from ledgerlet_core.model.k8s.qos import compute_pod_qos, container_oom_score_adj
+from ledgerlet_core.model.k8s.resources import kubelet_request, pod_limits, pod_requests
 
 Gi = 1 << 30
 
@@ -213,8 +213,8 @@ def test_decode_errors_name_the_field(raw: dict[str, Any], field: str, message: 
 
 
 def test_objects_always_serialise_with_kind_and_api_version() -> None:
-    from ledgerlet_core.codec import object_builtins
-    from ledgerlet_core.k8s.objects import ObjectMeta
+    from ledgerlet_core.model.codec import object_builtins
+    from ledgerlet_core.model.k8s.objects import ObjectMeta
 
     built = Pod(metadata=ObjectMeta(name="x"))  # kind and apiVersion are the model's defaults
     out = object_builtins(built)

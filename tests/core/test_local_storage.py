@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ledgerlet_core.eviction.local_storage import local_storage_evictions
-from ledgerlet_core.eviction.manager import EvictionState, synchronize
-from ledgerlet_core.kubelet_config import resolve_kubelet_config
-from ledgerlet_core.summary import ContainerStats, FsStats, PodReference, PodStats, VolumeStats
+from ledgerlet_core.kubelet.config import resolve_kubelet_config
+from ledgerlet_core.kubelet.eviction.local_storage import local_storage_evictions
+from ledgerlet_core.kubelet.eviction.manager import EvictionState, synchronize
+from ledgerlet_core.model.summary import ContainerStats, FsStats, PodReference, PodStats, VolumeStats
 
 from .helpers import Mi, pod, resources
 from .test_eviction_pass import summary

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from ledgerlet_core.eviction.reclaim import RuntimeImage, RuntimeView, image_gc_plan, periodic_image_gc
-from ledgerlet_core.kubelet_config import resolve_kubelet_config
-from ledgerlet_core.node_status import allocatable, condition_taints, status_capacity
-from ledgerlet_core.quantity import parse_quantity
+from ledgerlet_core.kubelet.config import resolve_kubelet_config
+from ledgerlet_core.kubelet.eviction.reclaim import image_gc_plan, periodic_image_gc
+from ledgerlet_core.kubelet.node_status import allocatable, condition_taints, status_capacity
+from ledgerlet_core.model.quantity import parse_quantity
+from ledgerlet_core.model.runtime import RuntimeImage, RuntimeView
 
 Gi = 1 << 30
 Mi = 1 << 20

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
-from ledgerlet_core.oom import ContainerRun, NodeMemory, OOMCandidate, first_crossing, pick_victim, restart_delay
-from ledgerlet_core.usage import Series, parse_series
+from ledgerlet_core.model.usage import Series, parse_series
+from ledgerlet_core.node_sim.oom import (
+    ContainerRun,
+    NodeMemory,
+    OOMCandidate,
+    first_crossing,
+    pick_victim,
+    restart_delay,
+)
 
 S = 10**9
 Mi = 1 << 20

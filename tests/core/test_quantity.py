@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ledgerlet_core.quantity import Format, Quantity, QuantityError, canonical_string, parse_quantity
+from ledgerlet_core.model.quantity import Format, Quantity, QuantityError, canonical_string, parse_quantity
 
 D, B, E = Format.DECIMAL_SI, Format.BINARY_SI, Format.DECIMAL_EXPONENT
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ledgerlet_core.eviction.ranking import (
+from ledgerlet_core.kubelet.eviction.ranking import (
     MEMORY_RANK,
     PID_RANK,
     FsStatsType,
@@ -12,9 +12,9 @@ from ledgerlet_core.eviction.ranking import (
     rank_funcs,
     rank_pods,
 )
-from ledgerlet_core.eviction.signals import RESOURCE_EPHEMERAL_STORAGE, RESOURCE_INODES, Signal
-from ledgerlet_core.k8s.objects import Pod
-from ledgerlet_core.summary import PodStats
+from ledgerlet_core.kubelet.eviction.signals import RESOURCE_EPHEMERAL_STORAGE, RESOURCE_INODES, Signal
+from ledgerlet_core.model.k8s.objects import Pod
+from ledgerlet_core.model.summary import PodStats
 
 from .helpers import LOCAL_VOLUME, Mi, disk_stats, inode_stats, memory_stats, pod, process_stats, resources
 
@@ -242,7 +242,14 @@ def test_the_fast_sort_key_orders_exactly_like_the_comparator_chain() -> None:
     import random
     from functools import cmp_to_key
 
-    from ledgerlet_core.eviction.ranking import _exceeds, _ordered, _priority, _sort_key, _usage, _usage_above_request
+    from ledgerlet_core.kubelet.eviction.ranking import (
+        _exceeds,
+        _ordered,
+        _priority,
+        _sort_key,
+        _usage,
+        _usage_above_request,
+    )
 
     rng = random.Random(7)
     chains = [["exceeds"], ["priority"], ["usage"], ["exceeds", "priority", "usage"], ["priority", "usage"]]

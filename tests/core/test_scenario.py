@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from ledgerlet_core.errors import InputError
-from ledgerlet_core.scenario import load_scenario
-from ledgerlet_core.usage import parse_series
+from ledgerlet_core.model.errors import InputError
+from ledgerlet_core.model.usage import parse_series
+from ledgerlet_core.scenario.load import load_scenario
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from ledgerlet_core.errors import InputError
-from ledgerlet_core.eviction.observations import Observation, is_met
-from ledgerlet_core.eviction.signals import Signal
-from ledgerlet_core.eviction.thresholds import (
+from ledgerlet_core.kubelet.config import resolve_kubelet_config
+from ledgerlet_core.kubelet.eviction.observations import Observation, is_met
+from ledgerlet_core.kubelet.eviction.signals import Signal
+from ledgerlet_core.kubelet.eviction.thresholds import (
     DEFAULT_EVICTION_HARD,
     ThresholdError,
     effective_eviction_hard,
@@ -16,8 +16,8 @@ from ledgerlet_core.eviction.thresholds import (
     parse_threshold_statement,
     update_containerfs_thresholds,
 )
-from ledgerlet_core.kubelet_config import resolve_kubelet_config
-from ledgerlet_core.quantity import Quantity, parse_quantity
+from ledgerlet_core.model.errors import InputError
+from ledgerlet_core.model.quantity import Quantity, parse_quantity
 
 Gi = 1 << 30
 Mi = 1 << 20

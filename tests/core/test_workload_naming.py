@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ledgerlet_core.codec import convert
 from ledgerlet_core.controllers.workloads import replica_set_for
-from ledgerlet_core.k8s.objects import Workload
+from ledgerlet_core.model.codec import convert
+from ledgerlet_core.model.k8s.objects import Workload
 
 
 def deployment(container: dict[str, Any]) -> Workload:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ledgerlet_services.catalog import needs_bus, service_names
+from ledgerlet_services.runtime.catalog import needs_bus, service_names
 from ledgerlet_store.store import EventStore
 from tests.conftest import EXAMPLES, fresh_pg_database
 from tests.services.run_helpers import run_file

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from ledgerlet_core.contracts.decision_log import encode_records, to_records
-from ledgerlet_core.scenario import load_scenario
-from ledgerlet_services.embedded import run_embedded
+from ledgerlet_core.scenario.load import load_scenario
+from ledgerlet_services.runtime.embedded import run_embedded
 from ledgerlet_store.store import EventStore
 
 from .cases import RUN_ID, cases

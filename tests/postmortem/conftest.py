@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ledgerlet_core.scenario import load_scenario
-from ledgerlet_services.embedded import run_embedded
+from ledgerlet_core.scenario.load import load_scenario
+from ledgerlet_services.runtime.embedded import run_embedded
 from ledgerlet_store.store import EventStore
 from tests.conftest import EXAMPLES
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from ledgerlet_services.audit.api import create_app
+from ledgerlet_services.audit.http_api import create_app
 from tests.postmortem.conftest import EVICTED, RUN
 
 TOKEN = "s3cret-token"

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from ledgerlet_core.errors import InputError
-from ledgerlet_core.importer import build_scenario, clean_object
-from ledgerlet_services.cli import main
+from ledgerlet_core.model.errors import InputError
+from ledgerlet_core.scenario.recording import build_scenario, clean_object
+from ledgerlet_services.app.cli import main
 
 GI = 1 << 30
 MI = 1 << 20

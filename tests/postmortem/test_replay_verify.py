@@ -8,8 +8,8 @@ import json
 import sqlalchemy as sa
 
 from ledgerlet_core.postmortem.compare import Mismatch
-from ledgerlet_services.cli import main
-from ledgerlet_services.replay import replay_run
+from ledgerlet_services.app.cli import main
+from ledgerlet_services.app.replay import replay_run
 from ledgerlet_store.schema import events
 from ledgerlet_store.store import EventStore
 from tests.postmortem.conftest import EVICTED, RUN

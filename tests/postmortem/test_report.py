@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ledgerlet_services.cli import main
+from ledgerlet_services.app.cli import main
 from tests.postmortem.conftest import EVICTED, record, sqlite_dsn
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from ledgerlet_core.errors import InputError
+from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.postmortem.overrides import apply_overrides, parse_assignment
-from ledgerlet_services.cli import main
-from ledgerlet_services.replay import whatif_run
+from ledgerlet_services.app.cli import main
+from ledgerlet_services.app.replay import whatif_run
 from ledgerlet_store.store import EventStore
 from tests.postmortem.conftest import EVICTED, RUN, record, sqlite_dsn
 

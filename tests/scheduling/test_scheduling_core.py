@@ -11,17 +11,18 @@ from typing import Any
 
 import pytest
 
-from ledgerlet_core.codec import convert
-from ledgerlet_core.k8s.admission import AdmissionError, known_classes
-from ledgerlet_core.k8s.defaults import apply_defaults
-from ledgerlet_core.k8s.objects import LabelSelector, Pod, PriorityClass, ResourceQuota, RuntimeClass, Taint
-from ledgerlet_core.scheduling.admission import (
+from ledgerlet_core.apiserver.admission import (
     add_default_tolerations,
     admit_pod,
     default_conflict,
     validate_priority_class,
     validate_priority_class_update,
 )
+from ledgerlet_core.apiserver.priority import AdmissionError, known_classes
+from ledgerlet_core.apiserver.quota import check_quota, pod_usage
+from ledgerlet_core.model.codec import convert
+from ledgerlet_core.model.k8s.defaults import apply_defaults
+from ledgerlet_core.model.k8s.objects import LabelSelector, Pod, PriorityClass, ResourceQuota, RuntimeClass, Taint
 from ledgerlet_core.scheduling.config import SchedulerConfig
 from ledgerlet_core.scheduling.cycle import schedule_one
 from ledgerlet_core.scheduling.filters import FITS, UNSCHEDULABLE, NodeStatus, fit_error, run_filters
@@ -35,7 +36,6 @@ from ledgerlet_core.scheduling.preemption import (
     select_victims_on_node,
 )
 from ledgerlet_core.scheduling.queue import QueuedPod, backoff_duration, failed, move_all, ready
-from ledgerlet_core.scheduling.quota import check_quota, pod_usage
 from ledgerlet_core.scheduling.scores import num_feasible_nodes_to_find
 
 S = 10**9

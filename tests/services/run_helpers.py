@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from ledgerlet_core.contracts.decision_log import encode_records, to_records
-from ledgerlet_core.scenario import load_scenario
-from ledgerlet_services.embedded import RunResult, run_embedded
+from ledgerlet_core.scenario.load import load_scenario
+from ledgerlet_services.runtime.embedded import RunResult, run_embedded
 from ledgerlet_store.store import EventStore
 
 

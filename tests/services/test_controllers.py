@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from ledgerlet_core.contracts.registry import decode_data
-from ledgerlet_core.scenario import load_scenario
-from ledgerlet_services.embedded import run_embedded
+from ledgerlet_core.scenario.load import load_scenario
+from ledgerlet_services.runtime.embedded import run_embedded
 from ledgerlet_store.store import EventStore
 
 NODE = "{apiVersion: v1, kind: Node, metadata: {name: %s, labels: {disk: %s}}, status: {capacity: {memory: 8Gi}}}"

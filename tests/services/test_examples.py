@@ -142,8 +142,8 @@ async def test_run_on_postgresql_matches_sqlite(tmp_path: Path, pg_database: str
 
 async def test_derived_observations_are_stored_compact_unless_asked(tmp_path: Path) -> None:
     from ledgerlet_core.contracts.registry import decode_data
-    from ledgerlet_core.scenario import load_scenario
-    from ledgerlet_services.embedded import run_embedded
+    from ledgerlet_core.scenario.load import load_scenario
+    from ledgerlet_services.runtime.embedded import run_embedded
     from ledgerlet_store.store import EventStore
 
     scenario = load_scenario((EXAMPLES / "memory-pressure.yaml").read_text(), "m")

@@ -19,10 +19,10 @@ from ledgerlet_bus.memory import MemoryBus
 from ledgerlet_core.contracts.envelope import encode_envelope
 from ledgerlet_core.contracts.internal import ClockTick
 from ledgerlet_core.contracts.registry import make_envelope
-from ledgerlet_core.scenario import load_scenario
-from ledgerlet_services.embedded import run_embedded
-from ledgerlet_services.eviction_manager import EvictionManager
-from ledgerlet_services.shell import ServiceRunner, root_of
+from ledgerlet_core.scenario.load import load_scenario
+from ledgerlet_services.loops.kubelet import EvictionManager
+from ledgerlet_services.runtime.embedded import run_embedded
+from ledgerlet_services.runtime.shell import ServiceRunner, root_of
 from ledgerlet_store.store import EventStore
 from tests.conftest import EXAMPLES
 

@@ -41,8 +41,8 @@ async def test_minimum_reclaim_keeps_evicting_until_threshold_plus_minimum(tmp_p
 
 async def test_system_reserved_node(tmp_path: Path) -> None:
     from ledgerlet_core.contracts.registry import decode_data
-    from ledgerlet_core.scenario import load_scenario
-    from ledgerlet_services.embedded import run_embedded
+    from ledgerlet_core.scenario.load import load_scenario
+    from ledgerlet_services.runtime.embedded import run_embedded
     from ledgerlet_store.store import EventStore
 
     records = await run("system-reserved.yaml", tmp_path)

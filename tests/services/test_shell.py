@@ -10,21 +10,21 @@ from ledgerlet_bus.memory import MemoryBus
 from ledgerlet_core.contracts.envelope import Envelope, encode_envelope
 from ledgerlet_core.contracts.internal import ClockTick, TimerSet
 from ledgerlet_core.contracts.registry import make_envelope
-from ledgerlet_services.base import Service
-from ledgerlet_services.emitter import Emitter, Outgoing
-from ledgerlet_services.shell import ServiceRunner
+from ledgerlet_core.loop.dispatch import Loop
+from ledgerlet_core.loop.emitter import Emitter
+from ledgerlet_services.runtime.outgoing import Outgoing
+from ledgerlet_services.runtime.shell import ServiceRunner
 
 
-class _Pass(Service):
-    """Emits one event per 'node', yielding after each, as the collector does."""
+class _Pass(Loop):
+    """Emits one event per 'node', yielding after each, as the collector does (under its name and rank)."""
 
-    name: ClassVar[str] = "pass"
-    rank: ClassVar[int] = 99
+    name: ClassVar[str] = "stats-collector"
     topics: ClassVar[tuple[str, ...]] = ("ledgerlet.clock",)
 
     def handle(self, env: Envelope, out: Emitter) -> Iterator[None]:
         for n in range(3):
-            out.emit("ledgerlet.timers", TimerSet(at=n, owner="pass", phase=0), node=f"n{n}")
+            out.emit(TimerSet(at=n, owner="pass", phase=0), node=f"n{n}")
             yield
 
 
@@ -40,7 +40,7 @@ def test_a_yielding_handler_has_its_output_streamed_in_order() -> None:
     assert [[o.envelope.node for o in c] for c in chunks] == [["n0"], ["n1"], ["n2"]]
     assert [o.envelope.node for o in outgoing] == ["n0", "n1", "n2"]
     # order keys follow emission, whatever was streamed
-    assert [o.envelope.order for o in outgoing] == [[1, 0, 99, 0], [1, 0, 99, 1], [1, 0, 99, 2]]
+    assert [o.envelope.order for o in outgoing] == [[1, 0, 10, 0], [1, 0, 10, 1], [1, 0, 10, 2]]
 
 
 async def test_streamed_output_is_published_once_and_acknowledged_before_the_commit() -> None:

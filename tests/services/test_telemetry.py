@@ -9,9 +9,9 @@ import pytest
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from ledgerlet_core.scenario import load_scenario
-from ledgerlet_services.embedded import run_embedded
-from ledgerlet_services.telemetry import Telemetry
+from ledgerlet_core.scenario.load import load_scenario
+from ledgerlet_services.runtime.embedded import run_embedded
+from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_store.store import EventStore
 from tests.conftest import EXAMPLES
 

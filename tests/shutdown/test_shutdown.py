@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from ledgerlet_core.k8s.objects import Taint, Toleration
-from ledgerlet_core.shutdown.controllers import force_detach, last_heartbeat, toleration_delay, unknown_at
-from ledgerlet_core.shutdown.graceful import Group, ShutdownPod, group_of, migrate_config, plan_shutdown
+from ledgerlet_core.controllers.node_loss import force_detach, last_heartbeat, toleration_delay, unknown_at
+from ledgerlet_core.kubelet.graceful_shutdown import Group, ShutdownPod, group_of, migrate_config, plan_shutdown
+from ledgerlet_core.model.k8s.objects import Taint, Toleration
 from tests.conftest import EXAMPLES
 from tests.services.run_helpers import run_file
 

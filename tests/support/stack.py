@@ -12,9 +12,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ledgerlet_services.catalog import service_names
+from ledgerlet_services.runtime.catalog import service_names
 
-CLI = [sys.executable, "-m", "ledgerlet_services.cli"]
+CLI = [sys.executable, "-m", "ledgerlet_services.app.cli"]
 
 
 def _free_port() -> int:

@@ -10,8 +10,8 @@ import msgspec
 
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.registry import DECISION
-from ledgerlet_core.duration import SECOND
-from ledgerlet_core.timefmt import format_rfc3339
+from ledgerlet_core.model.duration import SECOND
+from ledgerlet_core.model.timefmt import format_rfc3339
 
 
 class DecisionRecord(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -7,7 +7,17 @@ from typing import Any
 
 import msgspec
 
-from ledgerlet_core.eviction.ranking import RankingEntry
+
+class RankingEntry(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    """One pod in a ranking, with what each comparator looked at."""
+
+    pod: str
+    stats_found: bool
+    priority: int
+    usage: int = 0
+    request: int = 0
+    exceeds_request: bool = False
+    critical: bool = False
 
 
 class _Data(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):

@@ -10,8 +10,8 @@ from typing import Any
 
 import msgspec
 
-from ledgerlet_core.eviction.reclaim import RuntimeView
-from ledgerlet_core.summary import NodeStats, PodStats, Summary
+from ledgerlet_core.model.runtime import RuntimeView
+from ledgerlet_core.model.summary import NodeStats, PodStats, Summary
 
 
 class _Data(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):

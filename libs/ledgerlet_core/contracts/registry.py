@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Final, TypeVar
 
 import msgspec
 
-from ledgerlet_core.codec import enc_hook
 from ledgerlet_core.contracts.decisions import DECISION_TYPES
 from ledgerlet_core.contracts.envelope import Envelope, event_id
 from ledgerlet_core.contracts.inputs import INPUT_TYPES
 from ledgerlet_core.contracts.internal import INTERNAL_TYPES
+from ledgerlet_core.model.codec import enc_hook
 
 INPUT: Final = "input"
 INTERNAL: Final = "internal"
@@ -48,6 +49,11 @@ def encode_data(data: msgspec.Struct) -> msgspec.Raw:
 @cache
 def _decoder(name: str) -> msgspec.json.Decoder[Any]:
     return msgspec.json.Decoder(EVENT_TYPES[name].model)
+
+
+def decoder_for(name: str) -> Callable[[msgspec.Raw], Any]:
+    """Raw data -> the registered model of event type ``name``."""
+    return _decoder(name).decode
 
 
 def decode_data(env: Envelope) -> Any:

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ledgerlet_core.codec import enc_hook
+from ledgerlet_core.model.codec import enc_hook
 
 #: ``k8s.io/apimachinery/pkg/util/rand``: no vowels, no 0/1/3 (no words, no confusion)
 ALPHANUMS: Final = "bcdfghjklmnpqrstvwxz2456789"

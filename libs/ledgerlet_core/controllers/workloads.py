@@ -22,9 +22,18 @@ from typing import Final
 import msgspec
 
 from ledgerlet_core.controllers.naming import suffix, template_hash
-from ledgerlet_core.k8s.defaults import pod_spec_defaults
-from ledgerlet_core.k8s.objects import Node, ObjectMeta, OwnerReference, Pod, PodStatus, Taint, Toleration, Workload
-from ledgerlet_core.k8s.taints import (
+from ledgerlet_core.model.k8s.defaults import pod_spec_defaults
+from ledgerlet_core.model.k8s.objects import (
+    Node,
+    ObjectMeta,
+    OwnerReference,
+    Pod,
+    PodStatus,
+    Taint,
+    Toleration,
+    Workload,
+)
+from ledgerlet_core.model.k8s.taints import (
     NO_EXECUTE,
     NO_SCHEDULE,
     TAINT_NODE_DISK_PRESSURE,

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.registry import DECISION, INPUT
-from ledgerlet_core.duration import SECOND
+from ledgerlet_core.model.duration import SECOND
 
 MismatchKind = Literal["changed", "missing", "unexpected"]
 

@@ -18,11 +18,11 @@ from typing import Any
 
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.registry import DECISION
-from ledgerlet_core.duration import SECOND
-from ledgerlet_core.eviction.manager import IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS
-from ledgerlet_core.eviction.thresholds import Threshold
+from ledgerlet_core.kubelet.eviction.manager import IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS
+from ledgerlet_core.kubelet.eviction.thresholds import Threshold
+from ledgerlet_core.model.duration import SECOND
+from ledgerlet_core.model.timefmt import format_rfc3339
 from ledgerlet_core.postmortem.signals_series import SignalSeries, node_signal_series
-from ledgerlet_core.timefmt import format_rfc3339
 
 #: decisions that end a pod (or kill in it), most final first when several coincide
 ENDINGS = ("PodEvicted", "PodPreempted", "PodForceDeleted", "PodRejected", "OOMKilled", "PodTerminated")

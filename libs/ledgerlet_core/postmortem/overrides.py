@@ -17,9 +17,9 @@ from typing import Any
 import msgspec
 import yaml
 
-from ledgerlet_core.errors import InputError
-from ledgerlet_core.eviction.thresholds import effective_eviction_hard
-from ledgerlet_core.kubelet_config import KubeletConfigSpec
+from ledgerlet_core.kubelet.config import KubeletConfigSpec
+from ledgerlet_core.kubelet.eviction.thresholds import effective_eviction_hard
+from ledgerlet_core.model.errors import InputError
 
 SECTIONS = {"kubelet": "kubeletConfig", "scheduler": "schedulerConfig", "controller": "controllerConfig"}
 

@@ -15,14 +15,14 @@ import msgspec
 
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import NodeObserved
-from ledgerlet_core.errors import InputError
-from ledgerlet_core.eviction.manager import node_thresholds
-from ledgerlet_core.eviction.observations import make_signal_observations, threshold_quantity
-from ledgerlet_core.eviction.signals import SIGNAL_TO_RESOURCE, Signal
-from ledgerlet_core.eviction.thresholds import Threshold
-from ledgerlet_core.kubelet_config import config_for_node
-from ledgerlet_core.scenario import FILESYSTEMS_ANNOTATION
-from ledgerlet_core.stats import effective_layout
+from ledgerlet_core.kubelet.config import config_for_node
+from ledgerlet_core.kubelet.eviction.manager import node_thresholds
+from ledgerlet_core.kubelet.eviction.observations import make_signal_observations, threshold_quantity
+from ledgerlet_core.kubelet.eviction.signals import SIGNAL_TO_RESOURCE, Signal
+from ledgerlet_core.kubelet.eviction.thresholds import Threshold
+from ledgerlet_core.model.errors import InputError
+from ledgerlet_core.node_sim.stats import effective_layout
+from ledgerlet_core.scenario.load import FILESYSTEMS_ANNOTATION
 
 _OBSERVED = msgspec.json.Decoder(NodeObserved)
 

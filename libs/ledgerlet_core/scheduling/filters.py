@@ -14,7 +14,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-from ledgerlet_core.k8s.taints import NO_EXECUTE, NO_SCHEDULE, TAINT_NODE_UNSCHEDULABLE, tolerations_tolerate_taint
+from ledgerlet_core.model.k8s.taints import (
+    NO_EXECUTE,
+    NO_SCHEDULE,
+    TAINT_NODE_UNSCHEDULABLE,
+    tolerations_tolerate_taint,
+)
 from ledgerlet_core.scheduling.info import FIT_ORDER, NodeInfo, PodInfo
 
 UNSCHEDULABLE: Final = "Unschedulable"

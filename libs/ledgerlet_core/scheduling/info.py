@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ledgerlet_core.k8s.objects import Node, Pod, Taint, Toleration
-from ledgerlet_core.k8s.priority import pod_priority
-from ledgerlet_core.k8s.resources import pod_requests
-from ledgerlet_core.quantity import Quantity
+from ledgerlet_core.model.k8s.objects import Node, Pod, Taint, Toleration
+from ledgerlet_core.model.k8s.priority import pod_priority
+from ledgerlet_core.model.k8s.resources import pod_requests
+from ledgerlet_core.model.quantity import Quantity
 
 #: ``pkg/scheduler/util/non_zero.go``: what scoring assumes for a container requesting nothing
 DEFAULT_MILLI_CPU_REQUEST = 100 * 10**6  # 100m in nanocores

@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from ledgerlet_core.k8s.objects import LabelSelector
-from ledgerlet_core.k8s.selectors import is_empty, matches
+from ledgerlet_core.model.k8s.objects import LabelSelector
+from ledgerlet_core.model.k8s.selectors import is_empty, matches
 from ledgerlet_core.scheduling.filters import UNRESOLVABLE, UNSCHEDULABLE, NodeStatus, histogram, run_filters
 from ledgerlet_core.scheduling.info import NodeInfo, PodInfo
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from ledgerlet_core.duration import SECOND
+from ledgerlet_core.model.duration import SECOND
 
 #: DefaultPodMaxInUnschedulablePodsDuration
 MAX_IN_UNSCHEDULABLE: Final = 300 * SECOND

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Final
 
-from ledgerlet_core.k8s.taints import PREFER_NO_SCHEDULE, tolerates
+from ledgerlet_core.model.k8s.taints import PREFER_NO_SCHEDULE, tolerates
 from ledgerlet_core.scheduling.info import NodeInfo, PodInfo
 
 MAX_NODE_SCORE: Final = 100

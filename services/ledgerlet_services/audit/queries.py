@@ -19,13 +19,13 @@ import msgspec
 from ledgerlet_core.contracts import inputs as ev
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.registry import decode_data, node_stream
-from ledgerlet_core.duration import SECOND
-from ledgerlet_core.eviction.observations import make_signal_observations
-from ledgerlet_core.eviction.thresholds import Threshold
+from ledgerlet_core.kubelet.eviction.observations import make_signal_observations
+from ledgerlet_core.kubelet.eviction.thresholds import Threshold
+from ledgerlet_core.model.duration import SECOND
+from ledgerlet_core.model.summary import Summary
+from ledgerlet_core.model.timefmt import format_rfc3339, parse_rfc3339
 from ledgerlet_core.postmortem.explain import LOOKBACK, NODE_CONTEXT, Explanation, ending, explain
 from ledgerlet_core.postmortem.signals_series import has_image_fs, thresholds_for_node
-from ledgerlet_core.summary import Summary
-from ledgerlet_core.timefmt import format_rfc3339, parse_rfc3339
 from ledgerlet_store.store import EventStore, StoredEvent, order_key
 
 MAX_PAGE = 1000

@@ -7,9 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from ledgerlet_core.contracts.registry import DECISION, node_stream
-from ledgerlet_core.duration import SECOND
+from ledgerlet_core.model.duration import SECOND
+from ledgerlet_core.model.timefmt import format_rfc3339
 from ledgerlet_core.postmortem.explain import ranking_rows, show
-from ledgerlet_core.postmortem.report_html import (
+from ledgerlet_core.postmortem.signals_series import node_signal_series
+from ledgerlet_services.audit.queries import Audit
+from ledgerlet_services.audit.report_html import (
     MARKER_COLOURS,
     Band,
     EvictionRow,
@@ -18,9 +21,6 @@ from ledgerlet_core.postmortem.report_html import (
     ReportData,
     render_report,
 )
-from ledgerlet_core.postmortem.signals_series import node_signal_series
-from ledgerlet_core.timefmt import format_rfc3339
-from ledgerlet_services.audit.queries import Audit
 from ledgerlet_store.store import EventStore
 
 #: nodes plotted in full; the rest are listed by name

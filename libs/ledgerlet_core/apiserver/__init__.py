@@ -1,0 +1,1 @@
+"""The API server: the one authority on what exists (admission, defaulting, validation)."""

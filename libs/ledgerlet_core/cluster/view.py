@@ -1,0 +1,213 @@
+"""What exists in the cluster, as the API server holds it: one fold every loop uses.
+
+Every loop folds the same events into a :class:`ClusterView` of its own (in the
+distributed stack each process holds one): the run's settings, the nodes with their
+kubelet configuration and declared machine, the pods that exist, and the volumes pods
+claim. What a loop keeps beyond this is its own progress (a kubelet's running pods, the
+scheduler's queue, a controller's expectations).
+
+What exists is what the API server accepted. The scenario's ``objects`` were checked
+when the scenario was loaded; a pod applied or created later exists only once
+``PodAdmitted`` says what admission made of it (priority, class, overhead, node
+selector, tolerations, QoS): until then it is *submitted*, and a pod the API server
+refuses never exists. Kinds the API server does not check here (nodes, volumes) exist
+as applied.
+
+A handler sees the view with its event's additions folded in and its removals not yet:
+:meth:`ClusterView.arrive` runs before the handler, :meth:`ClusterView.settle` after it,
+so a handler of ``PodTerminated`` can still read the pod it ends.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from ledgerlet_core.apiserver.admission import apply_admitted
+from ledgerlet_core.contracts import decisions as dec
+from ledgerlet_core.contracts import inputs as inp
+from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.contracts.internal import ObjectCreated, PodStarted
+from ledgerlet_core.kubelet.config import KubeletConfig, config_for_node
+from ledgerlet_core.model.codec import convert
+from ledgerlet_core.model.k8s.objects import Node, PersistentVolume, PersistentVolumeClaim, Pod
+from ledgerlet_core.model.timefmt import EPOCH, parse_rfc3339
+from ledgerlet_core.model.usage import NodeUsage, parse_node_usage
+
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+@dataclass(slots=True)
+class Settings:
+    """The run's configuration, from ``ScenarioStarted``."""
+
+    start: datetime = EPOCH
+    kubelet: dict[str, Any] = field(default_factory=dict)
+    scheduler: dict[str, Any] = field(default_factory=dict)
+    controller: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def start_unix(self) -> float:
+        return self.start.timestamp()
+
+
+@dataclass(slots=True)
+class NodeEntry:
+    node: Node
+    #: its kubelet's configuration: the scenario's, with the node's annotation applied
+    config: KubeletConfig
+    #: its place in the order nodes first appeared (scenario spec §6)
+    order: int
+    #: ``usage.node/NAME`` when the scenario declares the machine (closed loop)
+    usage: NodeUsage | None = None
+
+    @property
+    def name(self) -> str:
+        return self.node.metadata.name
+
+
+class ClusterView:
+    def __init__(self) -> None:
+        self.settings = Settings()
+        self.nodes: dict[str, NodeEntry] = {}
+        #: pods that exist, as admission left them, bound to their node once known
+        self.pods: dict[str, Pod] = {}
+        #: pods applied or created that the API server has not admitted yet
+        self.submitted: dict[str, Pod] = {}
+        #: ``namespace/claim`` -> the PersistentVolume it is bound to; the attachable (CSI) ones
+        self.claims: dict[str, str] = {}
+        self.attachable: set[str] = set()
+        self._bound_early: dict[str, str] = {}
+        self._nodes_seen = 0
+
+    # -- the fold ------------------------------------------------------------------------
+    def arrive(self, env: Envelope, data: Any) -> None:
+        """What ``env`` adds or changes, folded in before the loop's handler runs."""
+        if isinstance(data, inp.ObjectApplied):
+            self._applied(data)
+        elif isinstance(data, ObjectCreated):
+            if data.object.get("kind") == "Pod":
+                pod = convert(data.object, Pod)
+                self.submitted[pod.key] = pod
+        elif isinstance(data, dec.PodAdmitted):
+            self._admitted(env.pod or "", data)
+        elif isinstance(data, dec.PodRejected):
+            if data.admitter == "apiserver":
+                self.submitted.pop(env.pod or "", None)
+        elif isinstance(data, dec.PodScheduled):
+            self._bind(env.pod or "", env.node or "")
+        elif isinstance(data, PodStarted):
+            self._bind(data.pod, data.node)
+        elif isinstance(data, inp.UsageDeclared):
+            if data.key.startswith("node/"):
+                entry = self.nodes.get(data.key[len("node/") :])
+                if entry is not None:
+                    entry.usage = parse_node_usage(data.usage, f"usage.{data.key}")
+        elif isinstance(data, inp.ScenarioStarted):
+            self.settings = Settings(
+                start=parse_rfc3339(data.start),
+                kubelet=data.kubelet_config,
+                scheduler=data.scheduler_config,
+                controller=data.controller_config,
+            )
+
+    def settle(self, env: Envelope, data: Any) -> None:
+        """What ``env`` removes, once the loop's handler has seen it."""
+        if isinstance(data, dec.PodTerminated | dec.PodForceDeleted):
+            self.pods.pop(env.pod or "", None)
+        elif isinstance(data, dec.OOMKilled):
+            if data.pod_failed:
+                self.pods.pop(env.pod or "", None)
+        elif isinstance(data, dec.PodRejected):
+            if data.admitter == "kubelet":
+                self.pods.pop(env.pod or "", None)
+        elif isinstance(data, inp.ObjectDeleted):
+            if data.kind == "Pod":
+                key = f"{data.namespace or 'default'}/{data.name}"
+                pod = self.pods.get(key)
+                if pod is not None and not pod.spec.node_name:
+                    del self.pods[key]  # never bound: gone at once
+            elif data.kind == "Node":
+                self.nodes.pop(data.name, None)
+
+    # -- reading -------------------------------------------------------------------------
+    def node_names(self) -> list[str]:
+        """Nodes in the order they first appeared."""
+        return list(self.nodes)
+
+    def config(self, node: str) -> KubeletConfig | None:
+        entry = self.nodes.get(node)
+        return entry.config if entry is not None else None
+
+    def volumes_of(self, pod: Pod) -> list[str]:
+        """The attachable PersistentVolumes a pod's claims are bound to."""
+        ns = pod.metadata.namespace or "default"
+        out = []
+        for v in pod.spec.volumes:
+            if v.persistent_volume_claim is None:
+                continue
+            pv = self.claims.get(f"{ns}/{v.persistent_volume_claim.claim_name}")
+            if pv is not None and pv in self.attachable:
+                out.append(pv)
+        return out
+
+    # -- folding -------------------------------------------------------------------------
+    def _applied(self, data: inp.ObjectApplied) -> None:
+        kind = data.object.get("kind")
+        if kind == "Node":
+            node = convert(data.object, Node)
+            name = node.metadata.name
+            config = config_for_node(self.settings.kubelet, node.metadata.annotations)
+            entry = self.nodes.get(name)
+            if entry is None:
+                self.nodes[name] = NodeEntry(node, config, self._nodes_seen)
+                self._nodes_seen += 1
+            else:
+                entry.node, entry.config = node, config
+        elif kind == "Pod":
+            pod = convert(data.object, Pod)
+            if data.initial:
+                if pod.status.phase not in TERMINAL_PHASES:
+                    self.pods[pod.key] = pod
+            elif pod.key in self.pods:
+                # an update of a pod that exists: its spec is immutable (what changes is metadata)
+                self.pods[pod.key] = msgspec.structs.replace(pod, spec=self.pods[pod.key].spec)
+            else:
+                self.submitted[pod.key] = pod
+        elif kind == "PersistentVolume":
+            pv = convert(data.object, PersistentVolume)
+            if pv.spec.csi is not None:
+                self.attachable.add(pv.metadata.name)
+            ref = pv.spec.claim_ref or {}
+            if ref.get("name"):
+                self.claims.setdefault(f"{ref.get('namespace') or 'default'}/{ref['name']}", pv.metadata.name)
+        elif kind == "PersistentVolumeClaim":
+            pvc = convert(data.object, PersistentVolumeClaim)
+            if pvc.spec.volume_name:
+                self.claims[f"{pvc.metadata.namespace or 'default'}/{pvc.metadata.name}"] = pvc.spec.volume_name
+
+    def _admitted(self, key: str, data: dec.PodAdmitted) -> None:
+        raw = self.submitted.pop(key, None)
+        if raw is None:
+            return
+        pod = apply_admitted(raw, data)
+        node = self._bound_early.pop(key, None)
+        if node is not None:
+            pod = _on_node(pod, node)
+        self.pods[key] = pod
+
+    def _bind(self, key: str, node: str) -> None:
+        pod = self.pods.get(key)
+        if pod is not None:
+            if pod.spec.node_name != node:
+                self.pods[key] = _on_node(pod, node)
+        elif key in self.submitted:
+            # the binding and the admission come from one step, in no order between them
+            self._bound_early[key] = node
+
+
+def _on_node(pod: Pod, node: str) -> Pod:
+    return msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name=node))

@@ -1,0 +1,148 @@
+"""Dispatch by event type, checked when a loop's class is created.
+
+A loop registers a handler per event type with ``@on(Model)``; the class is refused at
+import (``TypeError``) if a handler names a type the contracts do not register, handles
+a type twice, declares its data as another type than the one it will be given, or
+handles events that travel on a topic the loop does not read. Handlers fold and decide;
+they never block and never read a clock (the shell does all I/O).
+
+Every loop folds the same :class:`~ledgerlet_core.cluster.view.ClusterView` around its
+handlers: additions before, removals after (see that module).
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+import msgspec
+
+from ledgerlet_core.cluster.view import ClusterView
+from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.contracts.order import rank_of
+from ledgerlet_core.contracts.registry import EVENT_TYPES, decoder_for
+from ledgerlet_core.contracts.topics import topic_of
+from ledgerlet_core.loop.emitter import Emitter
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: the events the cluster view folds (decoded for it even when the loop has no handler)
+_VIEW_TYPES = frozenset(
+    {
+        "ScenarioStarted",
+        "ObjectApplied",
+        "ObjectCreated",
+        "ObjectDeleted",
+        "UsageDeclared",
+        "PodAdmitted",
+        "PodRejected",
+        "PodScheduled",
+        "PodStarted",
+        "PodTerminated",
+        "PodForceDeleted",
+        "OOMKilled",
+    }
+)
+
+_MARK = "__ledgerlet_handles__"
+
+
+@dataclass(frozen=True, slots=True)
+class _Route:
+    method: str
+    decode: Callable[[msgspec.Raw], Any]
+
+
+def on(model: type[msgspec.Struct], *, decode: Callable[[msgspec.Raw], Any] | None = None) -> Callable[[F], F]:
+    """Register the decorated method as the loop's handler of ``model`` events.
+
+    ``decode`` replaces the registered decoder (a lazy view of a large event); the
+    method's data annotation must then be what it returns."""
+
+    def mark(fn: F) -> F:
+        setattr(fn, _MARK, (model, decode))
+        return fn
+
+    return mark
+
+
+class Loop:
+    #: stable name: consumer group, telemetry, ``ledgerlet service NAME``; its rank is in contracts/order.py
+    name: ClassVar[str]
+    topics: ClassVar[tuple[str, ...]]
+    rank: ClassVar[int]
+    _routes: ClassVar[dict[str, _Route]]
+
+    def __init__(self) -> None:
+        self.cluster = ClusterView()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.rank = rank_of(cls.name)
+        cls._routes = _routes(cls)
+
+    def handle(self, env: Envelope, out: Emitter) -> Iterator[None] | None:
+        """Fold ``env`` into the cluster view and the loop's state; emit through ``out``.
+
+        A handler with a long pass to make (every node at a housekeeping tick) may be a
+        generator that yields now and then: the shell sends what it emitted so far while
+        it goes on, so other loops can start on it."""
+        route = self._routes.get(env.type)
+        folds = env.type in _VIEW_TYPES
+        if route is None and not folds:
+            return None
+        data = route.decode(env.data) if route is not None else decoder_for(env.type)(env.data)
+        if folds:
+            self.cluster.arrive(env, data)
+        result = getattr(self, route.method)(env, data, out) if route is not None else None
+        if isinstance(result, Iterator):
+            return self._then_settle(result, env, data, folds)
+        if folds:
+            self.cluster.settle(env, data)
+        return None
+
+    def _then_settle(self, steps: Iterator[None], env: Envelope, data: Any, folds: bool) -> Iterator[None]:
+        yield from steps
+        if folds:
+            self.cluster.settle(env, data)
+
+
+def _routes(cls: type[Loop]) -> dict[str, _Route]:
+    routes: dict[str, _Route] = {}
+    for klass in reversed(cls.__mro__):
+        for attr, fn in vars(klass).items():
+            marker = getattr(fn, _MARK, None)
+            if marker is None:
+                continue
+            model, decode = marker
+            name = model.__name__
+            where = f"{cls.__name__}.{attr}"
+            registered = EVENT_TYPES.get(name)
+            if registered is None or registered.model is not model:
+                raise TypeError(f"{where} handles {name}, which is not a registered event type")
+            if name in routes and routes[name].method != attr:
+                raise TypeError(f"{where} handles {name}, already handled by {cls.__name__}.{routes[name].method}")
+            topic = topic_of(name, registered.kind)
+            if topic not in cls.topics:
+                raise TypeError(f"{where} handles {name}, which travels on {topic}: {cls.__name__} does not read it")
+            expected = _returned(decode) if decode is not None else model
+            given = _data_annotation(fn)
+            if given is not expected:
+                raise TypeError(f"{where} declares its data as {given!r}; {name} gives it {expected!r}")
+            routes[name] = _Route(attr, decode or decoder_for(name))
+    return routes
+
+
+def _data_annotation(fn: Callable[..., Any]) -> Any:
+    """The annotation of a handler's ``data`` parameter: (self, env, data, out)."""
+    params = list(inspect.signature(fn).parameters)
+    if len(params) != 4:
+        raise TypeError(f"{fn.__qualname__}: a handler takes (self, env, data, out)")
+    return typing.get_type_hints(fn).get(params[2])
+
+
+def _returned(fn: Callable[..., Any]) -> Any:
+    return typing.get_type_hints(fn).get("return")

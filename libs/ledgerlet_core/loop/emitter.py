@@ -1,0 +1,64 @@
+"""What a handler emits: envelopes placed in the causal order of the event it handles.
+
+The n-th event a loop emits while handling ``trigger`` gets order ``trigger.order +
+[rank, n]`` and the trigger's virtual time, so its id follows from where it stands in
+the run, not from when or where it was computed (contracts/order.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import msgspec
+
+from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.contracts.registry import make_envelope, node_stream, pod_stream
+
+
+@dataclass(slots=True)
+class Emitted:
+    envelope: Envelope
+    #: the partition key: a node's (or a pod's) events stay in order
+    key: str
+
+
+@dataclass(slots=True)
+class Emitter:
+    trigger: Envelope
+    rank: int
+    out: list[Emitted] = field(default_factory=list)
+
+    def emit(
+        self,
+        data: msgspec.Struct,
+        *,
+        node: str | None = None,
+        pod: str | None = None,
+        stream: str | None = None,
+        causes: list[str] | None = None,
+        key: str | None = None,
+        order: list[int] | None = None,
+    ) -> Envelope:
+        """Emit ``data`` (causes: the trigger unless given; stream: the pod's, else the node's)."""
+        if order is None:
+            order = [*self.trigger.order, self.rank, len(self.out)]
+        if stream is None:
+            stream = pod_stream(pod) if pod else node_stream(node) if node else "cluster"
+        env = make_envelope(
+            data,
+            run=self.trigger.run,
+            t=self.trigger.t,
+            order=order,
+            stream=stream,
+            node=node,
+            pod=pod,
+            causes=causes if causes is not None else [self.trigger.id],
+        )
+        self.out.append(Emitted(env, key if key is not None else (node or pod or "cluster")))
+        return env
+
+    def decide(
+        self, data: msgspec.Struct, *, node: str | None = None, pod: str | None = None, causes: list[str] | None = None
+    ) -> str:
+        """Emit a decision (or an event other loops fold) about a node or a pod; its id."""
+        return self.emit(data, node=node, pod=pod, causes=causes).id

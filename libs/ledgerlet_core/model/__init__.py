@@ -1,0 +1,2 @@
+"""Kubernetes objects, and the quantities, durations and stats APIs they are written in:
+the data everything else reads."""

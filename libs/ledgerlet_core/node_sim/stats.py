@@ -1,0 +1,334 @@
+"""Closed-loop observations: a Summary derived from ``usage`` and what runs on a node.
+
+This plays the part of cAdvisor/CRI stats (``pkg/kubelet/stats``): working set excludes
+inactive_file; ``availableBytes`` is the cgroup limit minus the working set; the
+``pods`` system container is the kubepods cgroup, limited to capacity − systemReserved
+− kubeReserved when node allocatable is enforced on pods
+(``pkg/kubelet/cm/node_container_manager_linux.go: getNodeAllocatableAbsoluteImpl``).
+
+Filesystem layout (scenario spec §1): with one filesystem the runtime's imagefs *is*
+the node filesystem, so the kubelet's imagefs signals see the root disk as well (as on
+a real single-disk node, where ``imagefs.available<15%`` fires before
+``nodefs.available<10%``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence, Set
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+from ledgerlet_core.model.k8s.objects import Node, Pod, Volume
+from ledgerlet_core.model.summary import (
+    ContainerStats,
+    FsStats,
+    MemoryStats,
+    NodeStats,
+    PodReference,
+    PodStats,
+    ProcessStats,
+    RlimitStats,
+    RuntimeStats,
+    Summary,
+    VolumeStats,
+)
+from ledgerlet_core.model.usage import (
+    LAYOUT_DEDICATED_IMAGEFS,
+    LAYOUT_SINGLE,
+    LAYOUT_SPLIT_IMAGEFS,
+    ZERO,
+    NodeUsage,
+    PodUsage,
+    Series,
+)
+
+#: Linux's pid_max on 64-bit systems with systemd (used when usage gives no pids capacity).
+DEFAULT_MAX_PID: Final = 4_194_304
+#: mkfs.ext4's default bytes-per-inode ratio (used when usage gives no inode capacity).
+BYTES_PER_INODE: Final = 16_384
+
+
+class Image(Protocol):
+    """An image as the runtime lists it (scenario images and the kubelet's records alike)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def size(self) -> int: ...
+
+    @property
+    def in_use(self) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class NodeCapacity:
+    memory: int
+    nodefs: int
+    nodefs_inodes: int
+    pids: int
+    imagefs: int | None = None
+    imagefs_inodes: int | None = None
+
+
+def node_capacity(node: Node | None, usage: NodeUsage) -> NodeCapacity:
+    """Usage's capacity, falling back to the Node object's ``status.capacity``."""
+    cap = dict(usage.capacity)
+    status = node.status.capacity if node is not None else {}
+    memory = cap.get("memory")
+    if memory is None:
+        memory = status["memory"].value() if "memory" in status else 0
+    nodefs = cap.get("nodefs")
+    if nodefs is None:
+        nodefs = status["ephemeral-storage"].value() if "ephemeral-storage" in status else 0
+    inodes = cap.get("nodefsInodes", nodefs // BYTES_PER_INODE)
+    pids = cap.get("pids", DEFAULT_MAX_PID)
+    imagefs = imagefs_inodes = None
+    if usage.image_fs is not None:
+        imagefs = usage.image_fs["capacity"]
+        imagefs_inodes = usage.image_fs.get("inodes", imagefs // BYTES_PER_INODE)
+    return NodeCapacity(memory, nodefs, inodes, pids, imagefs, imagefs_inodes)
+
+
+def _fs(capacity: int, used: int, inodes: int, inodes_used: int, time: str) -> FsStats:
+    return FsStats(
+        time=time,
+        available_bytes=max(capacity - used, 0),
+        capacity_bytes=capacity,
+        used_bytes=used,
+        inodes_free=max(inodes - inodes_used, 0),
+        inodes=inodes,
+        inodes_used=inodes_used,
+    )
+
+
+def local_volume_names(pod: Pod) -> list[str]:
+    """``localVolumeNames``: hostPath, and emptyDir/gitRepo/configMap not backed by memory."""
+    return [v.name for v in pod.spec.volumes if is_local_volume(v)]
+
+
+def is_local_volume(v: Volume) -> bool:
+    if v.host_path is not None or v.git_repo is not None or v.config_map is not None:
+        return True
+    return v.empty_dir is not None and v.empty_dir.medium != "Memory"
+
+
+@dataclass(frozen=True, slots=True)
+class PodPlan:
+    """Which series feed which container and volume of one pod: worked out once, so a pass
+    only evaluates series (the collector's hot path)."""
+
+    ref: PodReference
+    #: (container name, memory, rootfs, logs); ``None`` where the container uses nothing
+    containers: tuple[tuple[str, Series | None, Series | None, Series | None], ...]
+    #: container name -> memory limit in bytes (containers that have one)
+    memory_limits: Mapping[str, int]
+    #: (volume name, usage, counts as local ephemeral storage)
+    volumes: tuple[tuple[str, Series, bool], ...]
+    inodes: Series
+    pids: Series
+
+
+def plan_pod(pod: Pod, usage: PodUsage | None) -> PodPlan:
+    """Per-container usage when ``containers`` splits it; otherwise the pod-level series
+    go to the first container. The pod's inode count is carried on the first container."""
+    u = usage or PodUsage()
+    names = [c.name for c in pod.spec.containers]
+    per: dict[str, list[Series | None]] = {n: [None, None, None] for n in names}
+    for idx, (res, pod_series) in enumerate((("memory", u.memory), ("rootfs", u.rootfs), ("logs", u.logs))):
+        split = [(n, getattr(c, res)) for n, c in u.containers.items() if getattr(c, res) is not None]
+        if split:
+            for n, series in split:
+                per.setdefault(n, [None, None, None])[idx] = series
+        elif names and pod_series is not ZERO:
+            per[names[0]][idx] = pod_series
+    local = local_volume_names(pod)
+    volumes: list[tuple[str, Series, bool]] = []
+    if u.volumes_by_name:
+        volumes = [(name, series, name in local or not local) for name, series in u.volumes_by_name.items()]
+    elif u.volumes is not ZERO or local:
+        volumes = [(local[0] if local else "ephemeral", u.volumes, True)]
+    limits = {
+        c.name: c.resources.limits["memory"].value()
+        for c in pod.spec.containers
+        if "memory" in c.resources.limits and c.resources.limits["memory"].value() > 0
+    }
+    return PodPlan(
+        ref=PodReference(name=pod.metadata.name, namespace=pod.metadata.namespace, uid=pod.metadata.uid),
+        containers=tuple((n, v[0], v[1], v[2]) for n, v in per.items()),
+        memory_limits=limits,
+        volumes=tuple(volumes),
+        inodes=u.inodes,
+        pids=u.pids,
+    )
+
+
+def pod_writable_bytes(plan: PodPlan, t: int) -> tuple[int, int]:
+    """Writable-layer and log bytes of the pod's containers at ``t``."""
+    rootfs = sum(c[2].at(t) for c in plan.containers if c[2] is not None)
+    logs = sum(c[3].at(t) for c in plan.containers if c[3] is not None)
+    return rootfs, logs
+
+
+def _pod_stats(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> tuple[PodStats, int, int, int, int, int, int]:
+    """The pod's stats, and its memory, rootfs, logs, local volume bytes, inodes, pids.
+
+    A container in ``stopped`` (OOM-killed, waiting to restart) holds no memory; its
+    writable layer and logs stay on disk."""
+    containers: list[ContainerStats] = []
+    mem = rootfs = logs = 0
+    inodes = plan.inodes.at(t)
+    first = True
+    for name, ms, rs, ls in plan.containers:
+        m = ms.at(t) if ms is not None and name not in stopped else 0
+        r = rs.at(t) if rs is not None else 0
+        lg = ls.at(t) if ls is not None else 0
+        mem += m
+        rootfs += r
+        logs += lg
+        containers.append(
+            ContainerStats(
+                name=name,
+                memory=MemoryStats(working_set_bytes=m),
+                rootfs=FsStats(used_bytes=r, inodes_used=inodes if first else 0),
+                logs=FsStats(used_bytes=lg),
+            )
+        )
+        first = False
+    volumes: list[VolumeStats] = []
+    vol_total = 0
+    for name, series, counts in plan.volumes:
+        used = series.at(t)
+        if counts:
+            vol_total += used
+        volumes.append(VolumeStats(name=name, used_bytes=used))
+    pids = plan.pids.at(t)
+    stats = PodStats(
+        pod_ref=plan.ref,
+        containers=containers,
+        memory=MemoryStats(working_set_bytes=mem),
+        volume=volumes,
+        ephemeral_storage=FsStats(used_bytes=rootfs + logs + vol_total, inodes_used=inodes),
+        process_stats=ProcessStats(process_count=pids),
+    )
+    return stats, mem, rootfs, logs, vol_total, inodes, pids
+
+
+def pod_images(pod: Pod) -> set[str]:
+    return {c.image for c in (*pod.spec.containers, *pod.spec.init_containers) if c.image}
+
+
+def images_in_use(images: Iterable[Image], running: set[str]) -> set[str]:
+    """Images the runtime reports in use: flagged so, or run by a container on the node."""
+    return {img.name for img in images if img.in_use or img.name in running}
+
+
+def derive_summary(
+    node_name: str,
+    t: int,
+    time: str,
+    usage: NodeUsage,
+    capacity: NodeCapacity,
+    layout: str,
+    images: Sequence[Image],
+    dead_containers_bytes: int,
+    pods: Sequence[PodPlan],
+    pods_memory_limit: int | None,
+    stopped: Mapping[str, Set[str]] | None = None,
+    dead_container_log_bytes: int = 0,
+) -> Summary:
+    """The Summary the kubelet would read at virtual time ``t`` (ns)."""
+    pod_stats: list[PodStats] = []
+    pods_ws = rootfs = logs_volumes = pod_inodes = pod_pids = 0
+    for plan in pods:
+        down = stopped.get(plan.ref.namespace + "/" + plan.ref.name, frozenset()) if stopped else frozenset()
+        ps, m, r, lg, v, ino, pid = _pod_stats(plan, t, down)
+        pod_stats.append(ps)
+        pods_ws += m
+        rootfs += r
+        logs_volumes += lg + v
+        pod_inodes += ino
+        pod_pids += pid
+    system: Mapping[str, Series] = usage.system
+    node_ws = system.get("memory", ZERO).at(t) + pods_ws
+    inactive = usage.inactive_file.at(t)
+    memory = MemoryStats(
+        time=time,
+        available_bytes=max(capacity.memory - node_ws, 0),
+        usage_bytes=node_ws + inactive,
+        working_set_bytes=node_ws,
+    )
+    pods_memory = MemoryStats(
+        time=time,
+        available_bytes=max(pods_memory_limit - pods_ws, 0) if pods_memory_limit is not None else None,
+        usage_bytes=pods_ws,
+        working_set_bytes=pods_ws,
+    )
+    image_bytes = sum(i.size for i in images)
+    sys_fs = system.get("nodefs", ZERO).at(t) + dead_container_log_bytes  # exited containers' logs
+    sys_inodes = system.get("nodefsInodes", ZERO).at(t)
+
+    if layout == LAYOUT_DEDICATED_IMAGEFS and capacity.imagefs is not None:
+        nodefs = _fs(capacity.nodefs, sys_fs + logs_volumes, capacity.nodefs_inodes, sys_inodes, time)
+        imagefs = _fs(
+            capacity.imagefs,
+            image_bytes + dead_containers_bytes + rootfs,
+            capacity.imagefs_inodes or 0,
+            pod_inodes,
+            time,
+        )
+        containerfs = imagefs
+    elif layout == LAYOUT_SPLIT_IMAGEFS and capacity.imagefs is not None:
+        nodefs = _fs(
+            capacity.nodefs,
+            sys_fs + dead_containers_bytes + rootfs + logs_volumes,
+            capacity.nodefs_inodes,
+            sys_inodes + pod_inodes,
+            time,
+        )
+        imagefs = _fs(capacity.imagefs, image_bytes, capacity.imagefs_inodes or 0, 0, time)
+        containerfs = nodefs
+    else:  # one filesystem holds everything; the runtime reports it as imagefs too
+        nodefs = _fs(
+            capacity.nodefs,
+            sys_fs + image_bytes + dead_containers_bytes + rootfs + logs_volumes,
+            capacity.nodefs_inodes,
+            sys_inodes + pod_inodes,
+            time,
+        )
+        imagefs = containerfs = nodefs
+
+    curproc = system.get("pids", ZERO).at(t) + pod_pids
+    return Summary(
+        node=NodeStats(
+            node_name=node_name,
+            system_containers=[ContainerStats(name="pods", memory=pods_memory)],
+            memory=memory,
+            fs=nodefs,
+            runtime=RuntimeStats(image_fs=imagefs, container_fs=containerfs),
+            rlimit=RlimitStats(time=time, maxpid=capacity.pids, curproc=curproc),
+        ),
+        pods=pod_stats,
+    )
+
+
+def effective_layout(annotation: str | None, has_image_fs: bool) -> str:
+    """Annotation ``ledgerlet/filesystems``; an ``imageFs`` in usage implies a dedicated one."""
+    if annotation:
+        return annotation
+    return LAYOUT_DEDICATED_IMAGEFS if has_image_fs else LAYOUT_SINGLE
+
+
+__all__ = [
+    "LAYOUT_DEDICATED_IMAGEFS",
+    "LAYOUT_SINGLE",
+    "LAYOUT_SPLIT_IMAGEFS",
+    "NodeCapacity",
+    "PodPlan",
+    "derive_summary",
+    "effective_layout",
+    "images_in_use",
+    "node_capacity",
+    "plan_pod",
+    "pod_images",
+]

@@ -1,0 +1,435 @@
+"""Scenario files (``ledgerlet/v1``, scenario spec §1-3): parsed, defaulted, validated.
+
+Everything a run needs is checked here, before anything runs: a bad quantity, an
+unknown signal, a soft threshold without a grace period, an object the API server
+would refuse, a duplicate object or a reference to an unknown node is an
+:class:`InputError` naming the file, the object and the field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Final
+
+import msgspec
+import yaml
+
+from ledgerlet_core.apiserver.admission import admit_pod, validate_priority_class
+from ledgerlet_core.apiserver.priority import AdmissionError, known_classes
+from ledgerlet_core.contracts import inputs as ev
+from ledgerlet_core.kubelet.config import (
+    KUBELET_CONFIG_ANNOTATION,
+    KubeletConfig,
+    config_for_node,
+    resolve_kubelet_config,
+)
+from ledgerlet_core.model.codec import convert, object_builtins, to_builtins
+from ledgerlet_core.model.duration import DurationError, parse_duration, seconds
+from ledgerlet_core.model.errors import InputError
+from ledgerlet_core.model.k8s.decode import UnsupportedKind, decode_object, object_label
+from ledgerlet_core.model.k8s.objects import AnyObject, Node, Pod, PriorityClass, RuntimeClass, Workload
+from ledgerlet_core.model.summary import Summary
+from ledgerlet_core.model.timefmt import EPOCH, parse_rfc3339
+from ledgerlet_core.model.usage import LAYOUTS, NodeUsage, PodUsage, parse_node_usage, parse_pod_usage
+from ledgerlet_core.scheduling.config import SchedulerConfig
+
+API_VERSION: Final = "ledgerlet/v1"
+KIND: Final = "Scenario"
+FILESYSTEMS_ANNOTATION: Final = "ledgerlet/filesystems"
+EXIT_AFTER_ANNOTATION: Final = "ledgerlet/exit-after"
+UID_NAMESPACE: Final = uuid.UUID("5b0c1c8e-8a57-5b8e-9d3b-6c6564676c74")
+
+_SPEC_FIELDS: Final = frozenset(
+    {
+        "start",
+        "duration",
+        "kubeletConfig",
+        "schedulerConfig",
+        "controllerConfig",
+        "objects",
+        "usage",
+        "events",
+    }
+)
+_ACTIONS: Final = ("apply", "delete", "stats", "shutdown", "powerOff", "powerOn", "taint", "untaint")
+
+
+class ControllerConfig(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    node_monitor_grace_period: str = "40s"
+    terminated_pod_gc_threshold: int = 12500
+    disable_force_detach_on_timeout: bool = False
+    default_not_ready_toleration_seconds: int = 300
+    default_unreachable_toleration_seconds: int = 300
+    feature_gates: dict[str, bool] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioEvent:
+    """One entry of ``events``: its position in the file, time and input payload."""
+
+    index: int
+    at: int
+    action: str
+    data: msgspec.Struct
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    source: str
+    digest: str
+    start: datetime
+    duration: int
+    kubelet_config_raw: dict[str, Any]
+    kubelet_config: KubeletConfig
+    scheduler_config: SchedulerConfig
+    controller_config: ControllerConfig
+    objects: list[AnyObject]
+    usage: dict[str, dict[str, Any]]
+    node_usage: dict[str, NodeUsage]
+    pod_usage: dict[str, PodUsage]
+    events: list[ScenarioEvent]
+    node_order: list[str]
+    node_configs: dict[str, KubeletConfig] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def kubelet_config_for(self, node: str) -> KubeletConfig:
+        return self.node_configs.get(node, self.kubelet_config)
+
+    def started_event(self) -> ev.ScenarioStarted:
+        return ev.ScenarioStarted(
+            name=self.name,
+            start=self.start.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            duration=self.duration,
+            kubelet_config=self.kubelet_config_raw,
+            scheduler_config=to_builtins(self.scheduler_config),
+            controller_config=to_builtins(self.controller_config),
+            node_order=list(self.node_order),
+            source=self.source,
+            digest=self.digest,
+        )
+
+
+def default_uid(kind: str, namespace: str, name: str, generation: int = 0) -> str:
+    return str(uuid.uuid5(UID_NAMESPACE, f"{kind}/{namespace}/{name}/{generation}"))
+
+
+def _yaml(text: str, source: str) -> Any:
+    """YAML 1.1 (as Kubernetes tooling reads it), or JSON, which is parsed much faster:
+    large generated scenarios are best written as JSON."""
+    if text.lstrip().startswith("{"):
+        try:
+            return msgspec.json.decode(text.encode())
+        except msgspec.DecodeError as exc:
+            raise InputError(f"not valid JSON: {exc}", file=source, obj="JSON") from None
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        docs = list(yaml.load_all(text, Loader=loader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InputError(f"not valid YAML: {problem}", file=source, obj="YAML", field=where) from None
+    docs = [d for d in docs if d is not None]
+    if len(docs) != 1:
+        raise InputError(f"expected exactly one YAML document, found {len(docs)}", file=source)
+    return docs[0]
+
+
+def _duration(raw: Any, *, obj: str, field_name: str) -> int:
+    if isinstance(raw, bool):
+        raise InputError(f"expected a duration such as 15m, got {raw!r}", obj=obj, field=field_name)
+    if isinstance(raw, (int, float)):
+        if raw < 0:
+            raise InputError(f"duration {raw} must not be negative", obj=obj, field=field_name)
+        return seconds(raw)
+    if not isinstance(raw, str):
+        raise InputError(f"expected a duration such as 15m, got {raw!r}", obj=obj, field=field_name)
+    try:
+        value = parse_duration(raw)
+    except DurationError as exc:
+        raise InputError(str(exc), obj=obj, field=field_name) from None
+    if value < 0:
+        raise InputError(f"duration {raw} must not be negative", obj=obj, field=field_name)
+    return value
+
+
+def load_scenario(text: str, source: str = "<scenario>") -> Scenario:
+    """Parse a scenario file's text; :class:`InputError` carries ``source`` as the file."""
+    try:
+        return _load(text, source)
+    except InputError as exc:
+        raise exc.located(file=source) from None
+
+
+def _load(text: str, source: str) -> Scenario:
+    doc = _yaml(text, source)
+    if not isinstance(doc, dict):
+        raise InputError(f"expected a Scenario mapping, got {type(doc).__name__}")
+    if doc.get("apiVersion") != API_VERSION:
+        raise InputError(f'expected "{API_VERSION}", got {doc.get("apiVersion")!r}', field="apiVersion")
+    if doc.get("kind") != KIND:
+        raise InputError(f'expected "{KIND}", got {doc.get("kind")!r}', field="kind")
+    meta = doc.get("metadata") or {}
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(name, str) or not name:
+        raise InputError("required field is missing", field="metadata.name")
+    spec = doc.get("spec")
+    if not isinstance(spec, dict):
+        raise InputError("required field is missing", field="spec")
+    warnings = [f"spec.{k}: unknown field, ignored" for k in spec if k not in _SPEC_FIELDS]
+
+    start = EPOCH
+    if "start" in spec:
+        raw_start = spec["start"]
+        try:
+            start = parse_rfc3339(raw_start if isinstance(raw_start, str) else raw_start.isoformat())
+        except (ValueError, AttributeError) as exc:
+            raise InputError(str(exc), obj="spec", field="start") from None
+        start = start.replace(microsecond=0)
+    if "duration" not in spec:
+        raise InputError("required field is missing", obj="spec", field="duration")
+    duration = _duration(spec["duration"], obj="spec", field_name="duration")
+
+    kubelet_raw = spec.get("kubeletConfig") or {}
+    if not isinstance(kubelet_raw, dict):
+        raise InputError("expected a mapping", obj="spec", field="kubeletConfig")
+    kubelet = resolve_kubelet_config(kubelet_raw, obj="spec.kubeletConfig")
+    scheduler = convert(spec.get("schedulerConfig") or {}, SchedulerConfig, obj="spec.schedulerConfig")
+    controller = convert(spec.get("controllerConfig") or {}, ControllerConfig, obj="spec.controllerConfig")
+    _duration(controller.node_monitor_grace_period, obj="spec.controllerConfig", field_name="nodeMonitorGracePeriod")
+
+    objects, obj_warnings = _objects(spec.get("objects") or [])
+    warnings += obj_warnings
+    raw_events = spec.get("events") or []
+    if not isinstance(raw_events, list):
+        raise InputError("expected a list", obj="spec", field="events")
+    events = [_event(i, raw) for i, raw in enumerate(raw_events)]
+    events.sort(key=lambda e: e.at)  # stable: same instant keeps file order
+
+    node_order: list[str] = []
+    for obj in objects:
+        if isinstance(obj, Node) and obj.metadata.name not in node_order:
+            node_order.append(obj.metadata.name)
+    for e in events:
+        if isinstance(e.data, ev.ObjectApplied) and e.data.object.get("kind") == "Node":
+            node_name = e.data.object["metadata"]["name"]
+            if node_name not in node_order:
+                node_order.append(node_name)
+    known_nodes = set(node_order)
+
+    node_configs = _node_configs(objects, events, kubelet_raw)
+    _check_references(objects, events, known_nodes)
+    objects = _resolve_initial_pods(objects, controller)
+
+    usage_raw = spec.get("usage") or {}
+    if not isinstance(usage_raw, dict):
+        raise InputError("expected a mapping", obj="spec", field="usage")
+    node_usage: dict[str, NodeUsage] = {}
+    pod_usage: dict[str, PodUsage] = {}
+    for key, raw in usage_raw.items():
+        where = f"usage.{key}"
+        if not isinstance(key, str) or key.count("/") not in (1, 2):
+            raise InputError("keys are node/NAME, NAMESPACE/POD or NAMESPACE/KIND/NAME", obj="spec", field=where)
+        if key.startswith("node/"):
+            node = key[len("node/") :]
+            if node not in known_nodes:
+                raise InputError(f"usage for unknown node {node!r}", obj="spec", field=where)
+            node_usage[node] = _located(lambda raw=raw, where=where: parse_node_usage(raw, where))
+        else:
+            pod_usage[key] = _located(lambda raw=raw, where=where: parse_pod_usage(raw, where))
+            if key.count("/") == 2 and key.split("/")[1] not in Workload.KINDS:
+                raise InputError(f"unknown workload kind {key.split('/')[1]!r}", obj="spec", field=where)
+
+    for e in events:
+        if e.at > duration:
+            warnings.append(f"events[{e.index}]: at {e.at / 1e9:g}s is after the duration; it will not run")
+
+    return Scenario(
+        name=name,
+        source=source,
+        digest=hashlib.sha256(text.encode()).hexdigest(),
+        start=start,
+        duration=duration,
+        kubelet_config_raw=dict(kubelet_raw),
+        kubelet_config=kubelet,
+        scheduler_config=scheduler,
+        controller_config=controller,
+        objects=objects,
+        usage=dict(usage_raw),
+        node_usage=node_usage,
+        pod_usage=pod_usage,
+        events=events,
+        node_order=node_order,
+        node_configs=node_configs,
+        warnings=warnings,
+    )
+
+
+def _located(fn: Any) -> Any:
+    try:
+        return fn()
+    except InputError as exc:
+        raise exc.located(obj="spec") from None
+
+
+def _objects(raw_objects: Any) -> tuple[list[AnyObject], list[str]]:
+    if not isinstance(raw_objects, list):
+        raise InputError("expected a list", obj="spec", field="objects")
+    out: list[AnyObject] = []
+    warnings: list[str] = []
+    seen: dict[tuple[str, str, str], int] = {}
+    for i, raw in enumerate(raw_objects):
+        label = f"objects[{i}] {object_label(raw)}"
+        try:
+            obj = decode_object(raw, label=label)
+        except UnsupportedKind as exc:
+            warnings.append(f"{label}: {exc.message}; ignored")
+            continue
+        key = (obj.kind, obj.metadata.namespace, obj.metadata.name)
+        if key in seen:
+            raise InputError(
+                f"duplicate object: already defined at objects[{seen[key]}]", obj=label, field="metadata.name"
+            )
+        seen[key] = i
+        if not obj.metadata.uid:
+            obj = msgspec.structs.replace(
+                obj,
+                metadata=msgspec.structs.replace(
+                    obj.metadata, uid=default_uid(obj.kind, obj.metadata.namespace, obj.metadata.name)
+                ),
+            )
+        out.append(obj)
+    return out, warnings
+
+
+def _event(index: int, raw: Any) -> ScenarioEvent:
+    label = f"events[{index}]"
+    if not isinstance(raw, dict):
+        raise InputError("expected a mapping with `at` and one action", obj=label)
+    if "at" not in raw:
+        raise InputError("required field is missing", obj=label, field="at")
+    at = _duration(raw["at"], obj=label, field_name="at")
+    actions = [a for a in _ACTIONS if a in raw]
+    extra = [k for k in raw if k not in (*_ACTIONS, "at", "afterReclaim")]
+    if len(actions) != 1 or extra:
+        raise InputError(
+            f"expected exactly one of {', '.join(_ACTIONS)}; got {sorted(k for k in raw if k != 'at')}", obj=label
+        )
+    action = actions[0]
+    body = raw[action]
+    data: msgspec.Struct
+    if action == "apply":
+        obj_label = f"{label}.apply {object_label(body)}"
+        obj = decode_object(body, label=obj_label)
+        data = ev.ObjectApplied(object=object_builtins(obj))
+    elif action == "delete":
+        if not isinstance(body, dict):
+            raise InputError("expected a mapping", obj=label, field="delete")
+        data = convert(body, ev.ObjectDeleted, obj=label, prefix="delete")
+    elif action == "stats":
+        summary = convert(body, Summary, obj=label, prefix="stats")
+        after = raw.get("afterReclaim")
+        after_summary = convert(after, Summary, obj=label, prefix="afterReclaim") if after is not None else None
+        data = ev.StatsReported(
+            node=summary.node.node_name,
+            summary=to_builtins(summary),
+            after_reclaim=to_builtins(after_summary) if after_summary else None,
+        )
+    elif action in ("shutdown", "powerOff", "powerOn"):
+        model = {"shutdown": ev.NodeShutdownRequested, "powerOff": ev.NodePoweredOff, "powerOn": ev.NodePoweredOn}[
+            action
+        ]
+        data = convert(body, model, obj=label, prefix=action)
+    elif action == "taint":
+        data = convert(body, ev.NodeTainted, obj=label, prefix="taint")
+    else:
+        data = convert(body, ev.NodeUntainted, obj=label, prefix="untaint")
+    if action != "stats" and "afterReclaim" in raw:
+        raise InputError("afterReclaim goes only with a stats event", obj=label, field="afterReclaim")
+    return ScenarioEvent(index=index, at=at, action=action, data=data)
+
+
+def _node_configs(
+    objects: list[AnyObject], events: list[ScenarioEvent], base: Mapping[str, Any]
+) -> dict[str, KubeletConfig]:
+    """Resolve every node's ``ledgerlet/kubelet-config`` override and check its layout."""
+    out: dict[str, KubeletConfig] = {}
+    nodes: list[tuple[str, Node]] = [
+        (f"objects[{i}] Node {o.metadata.name}", o) for i, o in enumerate(objects) if isinstance(o, Node)
+    ]
+    for e in events:
+        if isinstance(e.data, ev.ObjectApplied) and e.data.object.get("kind") == "Node":
+            nodes.append(
+                (f"events[{e.index}].apply Node {e.data.object['metadata']['name']}", convert(e.data.object, Node))
+            )
+    for label, node in nodes:
+        annotations = node.metadata.annotations
+        layout = annotations.get(FILESYSTEMS_ANNOTATION)
+        if layout is not None and layout not in LAYOUTS:
+            raise InputError(
+                f"expected one of {', '.join(LAYOUTS)}, got {layout!r}",
+                obj=label,
+                field=f"metadata.annotations.{FILESYSTEMS_ANNOTATION}",
+            )
+        if KUBELET_CONFIG_ANNOTATION in annotations:
+            out[node.metadata.name] = config_for_node(base, annotations, obj=label)
+    return out
+
+
+def _check_references(objects: list[AnyObject], events: list[ScenarioEvent], nodes: set[str]) -> None:
+    for i, obj in enumerate(objects):
+        if isinstance(obj, Pod) and obj.spec.node_name and obj.spec.node_name not in nodes:
+            raise InputError(
+                f"unknown node {obj.spec.node_name!r}", obj=f"objects[{i}] Pod {obj.key}", field="spec.nodeName"
+            )
+    for e in events:
+        node = getattr(e.data, "node", None)
+        if isinstance(node, str) and node not in nodes:
+            field_name = "stats.node.nodeName" if e.action == "stats" else f"{e.action}.node"
+            raise InputError(f"unknown node {node!r}", obj=f"events[{e.index}]", field=field_name)
+        if isinstance(e.data, ev.ObjectApplied) and e.data.object.get("kind") == "Pod":
+            node_name = e.data.object.get("spec", {}).get("nodeName")
+            if node_name and node_name not in nodes:
+                raise InputError(f"unknown node {node_name!r}", obj=f"events[{e.index}].apply", field="spec.nodeName")
+
+
+def _resolve_initial_pods(objects: list[AnyObject], controller: ControllerConfig) -> list[AnyObject]:
+    """Pods in ``objects`` were admitted long ago: resolve priority and QoS as admission did."""
+    classes = known_classes({o.metadata.name: o for o in objects if isinstance(o, PriorityClass)})
+    runtime_classes = {o.metadata.name: o for o in objects if isinstance(o, RuntimeClass)}
+    out: list[AnyObject] = []
+    for i, obj in enumerate(objects):
+        if isinstance(obj, PriorityClass):
+            error = validate_priority_class(obj)
+            if error is not None:
+                raise InputError(
+                    error.message, obj=f"objects[{i}] PriorityClass {obj.metadata.name}", field=error.field
+                )
+        if isinstance(obj, Pod):
+            try:
+                obj = admit_pod(
+                    obj,
+                    classes,
+                    runtime_classes,
+                    not_ready_seconds=controller.default_not_ready_toleration_seconds,
+                    unreachable_seconds=controller.default_unreachable_toleration_seconds,
+                )
+            except AdmissionError as exc:
+                raise InputError(exc.message, obj=f"objects[{i}] Pod {obj.key}", field=exc.field) from None
+        out.append(obj)
+    return out
+
+
+def exit_after_seconds(pod: Pod) -> float:
+    """``ledgerlet/exit-after``: how long the pod takes to exit on SIGTERM (default 0)."""
+    raw = pod.metadata.annotations.get(EXIT_AFTER_ANNOTATION, "0")
+    try:
+        value = float(raw)
+    except ValueError:
+        return 0.0
+    return max(value, 0.0)

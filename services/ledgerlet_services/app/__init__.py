@@ -1,0 +1,1 @@
+"""The command line: running scenarios and services, and the post-mortem tools."""

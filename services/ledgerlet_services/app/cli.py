@@ -1,0 +1,326 @@
+"""``ledgerlet``: run scenarios, and (as the product grows) serve, replay and explain them."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import gc
+import logging
+import os
+import signal
+import sys
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from ledgerlet_bus.api import BusTimeout
+from ledgerlet_core.contracts.decision_log import encode_records, to_records
+from ledgerlet_core.model.duration import SECOND
+from ledgerlet_core.model.errors import InputError
+from ledgerlet_core.scenario.load import Scenario, load_scenario
+from ledgerlet_services.app.cli_postmortem import COMMANDS as POSTMORTEM_COMMANDS
+from ledgerlet_services.app.cli_postmortem import add_parsers as add_postmortem_parsers
+from ledgerlet_services.app.cli_postmortem import dispatch as dispatch_postmortem
+from ledgerlet_services.app.report_console import rate, summary_tables, virtual_time_progress
+from ledgerlet_services.runtime.catalog import AUDIT_API, service_names
+from ledgerlet_services.runtime.distributed import (
+    DEFAULT_PARTITIONS,
+    Heartbeat,
+    UnknownService,
+    drive,
+    health_file,
+    is_healthy,
+    serve,
+)
+from ledgerlet_services.runtime.embedded import RunResult, ServiceFailed, run_embedded
+from ledgerlet_services.runtime.telemetry import Telemetry
+from ledgerlet_store.dsn import DEFAULT_DSN, describe
+from ledgerlet_store.store import EventStore
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ledgerlet", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run a scenario through the control loops (embedded: one process)")
+    run.add_argument("scenario", type=Path, help="scenario file (ledgerlet/v1 Scenario YAML)")
+    run.add_argument("--decisions", type=Path, required=True, help="where to write the decision log (JSON Lines)")
+    run.add_argument(
+        "--store",
+        default=os.environ.get("LEDGERLET_STORE", DEFAULT_DSN),
+        help=f"event store DSN (default {DEFAULT_DSN}; postgresql://... for PostgreSQL)",
+    )
+    run.add_argument("--run-id", help="use this run id (ids in the log are derived from it)")
+    run.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    run.add_argument(
+        "--store-observations",
+        choices=["node", "full"],
+        default="node",
+        help="store derived observations with node-level stats only (default; they can be derived "
+        "again from the stored inputs) or in full, with every pod's stats",
+    )
+
+    drive = sub.add_parser(
+        "drive", help="run a scenario on the distributed stack (services running on Kafka + a store)"
+    )
+    drive.add_argument("scenario", type=Path, help="scenario file (ledgerlet/v1 Scenario YAML)")
+    drive.add_argument("--decisions", type=Path, required=True, help="where to write the decision log (JSON Lines)")
+    _bus_and_store(drive)
+    drive.add_argument("--run-id", help="use this run id (ids in the log are derived from it)")
+    drive.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    drive.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=float(os.environ.get("LEDGERLET_IDLE_TIMEOUT", "600")),
+        help="seconds to wait for the services to handle one step before giving up (default 600)",
+    )
+
+    service = sub.add_parser("service", help="run one service of the distributed stack until SIGTERM")
+    service.add_argument("name", choices=service_names(), help="which service")
+    _bus_and_store(service)
+
+    health = sub.add_parser("health", help="exit 0 if the named service's loop turned recently (health checks)")
+    health.add_argument("name", choices=service_names())
+    health.add_argument("--max-age", type=float, default=30.0, help="seconds (default 30)")
+
+    add_postmortem_parsers(sub)
+
+    contracts = sub.add_parser("contracts", help="write or check the JSON Schemas in contracts/")
+    contracts.add_argument("--dir", type=Path, default=Path("contracts"))
+    contracts.add_argument("--check", action="store_true", help="fail if the committed schemas are stale")
+    return p
+
+
+def _bus_and_store(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--bus",
+        default=os.environ.get("LEDGERLET_BUS"),
+        help="kafka://HOST:PORT[,HOST:PORT][?namespace=NAME] (env LEDGERLET_BUS)",
+    )
+    p.add_argument(
+        "--store",
+        default=os.environ.get("LEDGERLET_STORE"),
+        help="event store DSN, postgresql://USER@HOST:PORT/DB (env LEDGERLET_STORE)",
+    )
+    p.add_argument(
+        "--partitions",
+        type=int,
+        default=int(os.environ.get("LEDGERLET_PARTITIONS", DEFAULT_PARTITIONS)),
+        help=f"partitions of the keyed topics when they are created (default {DEFAULT_PARTITIONS})",
+    )
+
+
+def load_or_report(path: Path, console: Console) -> Scenario | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        console.print(f"[red]error:[/red] {path}: {exc.strerror or exc}")
+        return None
+    try:
+        return load_scenario(text, str(path))
+    except InputError as exc:
+        console.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+        return None
+
+
+async def _run(args: argparse.Namespace, console: Console) -> int:
+    scenario = load_or_report(args.scenario, console)
+    if scenario is None:
+        return EXIT_BAD_INPUT
+    for w in scenario.warnings:
+        console.print(f"[yellow]warning:[/yellow] {scenario.source}: {w}", highlight=False)
+    try:
+        store = await EventStore.open(args.store)
+    except Exception as exc:  # a store we cannot open or migrate
+        console.print(f"[red]error:[/red] cannot open store {args.store}: {exc}", highlight=False)
+        return EXIT_FAILED
+    try:
+        with virtual_time_progress(console, scenario.duration, enabled=not args.quiet and console.is_terminal) as cb:
+            result = await run_embedded(
+                scenario, store, run=args.run_id, progress=cb, full_observations=args.store_observations == "full"
+            )
+    except ServiceFailed as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        return EXIT_FAILED
+    finally:
+        await store.close()
+    _report(args, console, scenario, result, store.describe())
+    return EXIT_OK
+
+
+def _report(args: argparse.Namespace, console: Console, scenario: Scenario, result: RunResult, where: str) -> None:
+    """Write the decision log; print what was decided."""
+    records = to_records([d.envelope for d in result.decisions], scenario.start)
+    _write_atomically(args.decisions, encode_records(records))
+    if not args.quiet:
+        for table in summary_tables(result.decisions):
+            console.print(table)
+        console.print(
+            f"{len(records)} decisions -> {args.decisions}; {result.events_stored} events stored in "
+            f"{where} (run {result.run}); {result.driver.virtual_time / SECOND:g}s of virtual time in "
+            f"{result.wall_seconds:.2f}s wall ({rate(result.driver.virtual_time, result.wall_seconds)})",
+            highlight=False,
+        )
+
+
+async def _drive(args: argparse.Namespace, console: Console) -> int:
+    scenario = load_or_report(args.scenario, console)
+    if scenario is None:
+        return EXIT_BAD_INPUT
+    if not args.bus or not args.store:
+        console.print("[red]error:[/red] drive needs --bus and --store (or LEDGERLET_BUS, LEDGERLET_STORE)")
+        return EXIT_BAD_INPUT
+    for w in scenario.warnings:
+        console.print(f"[yellow]warning:[/yellow] {scenario.source}: {w}", highlight=False)
+    telemetry = Telemetry.from_env("driver")
+    try:
+        with virtual_time_progress(console, scenario.duration, enabled=not args.quiet and console.is_terminal) as cb:
+            result = await drive(
+                scenario,
+                bus_url=args.bus,
+                store_dsn=args.store,
+                run=args.run_id,
+                partitions=args.partitions,
+                progress=cb,
+                idle_timeout=args.idle_timeout,
+                telemetry=telemetry,
+            )
+    except BusTimeout as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        return EXIT_FAILED
+    finally:
+        telemetry.shutdown()
+    _report(args, console, scenario, result, describe(args.store))
+    return EXIT_OK
+
+
+def _service(args: argparse.Namespace) -> int:
+    if args.name == AUDIT_API:
+        return _audit_service(args)
+    if not args.bus:
+        print("error: service needs --bus (or LEDGERLET_BUS)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    logging.basicConfig(
+        level=os.environ.get("LEDGERLET_LOG_LEVEL", "INFO").upper(),
+        format=f"%(asctime)s {args.name} %(levelname)s %(name)s: %(message)s",
+    )
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await serve(
+            args.name,
+            bus_url=args.bus,
+            store_dsn=args.store,
+            partitions=args.partitions,
+            telemetry=Telemetry.from_env(args.name),
+            stop=stop,
+            heartbeat=Heartbeat(health_file(args.name)),
+        )
+
+    try:
+        asyncio.run(main())
+    except UnknownService as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return EXIT_OK
+
+
+def _audit_service(args: argparse.Namespace) -> int:
+    """The audit API as a stack service: the store from --store / LEDGERLET_STORE, port
+    LEDGERLET_API_PORT (8080) on all interfaces, token LEDGERLET_API_TOKEN."""
+    import uvicorn
+
+    from ledgerlet_services.audit.http_api import create_app
+
+    if not args.store:
+        print("error: audit-api needs --store (or LEDGERLET_STORE)", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    app = create_app(
+        args.store, token=os.environ.get("LEDGERLET_API_TOKEN") or None, heartbeat=Heartbeat(health_file(AUDIT_API))
+    )
+    port = int(os.environ.get("LEDGERLET_API_PORT", "8080"))
+    config = uvicorn.Config(app, host=os.environ.get("LEDGERLET_API_HOST", "0.0.0.0"), port=port, log_level="info")
+    server = _server_class()(config)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, server.request_exit)
+        await server.serve()
+
+    asyncio.run(main())
+    return EXIT_OK if server.started else EXIT_FAILED
+
+
+def _server_class() -> type:
+    import uvicorn
+
+    class QuietServer(uvicorn.Server):
+        """Stops on SIGTERM like every other service (exit 0); uvicorn's own handling
+        re-raises the signal after shutting down, which reads as a crash."""
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            yield
+
+        def request_exit(self) -> None:
+            self.should_exit = True
+
+    return QuietServer
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)
+
+
+def _contracts(args: argparse.Namespace, console: Console) -> int:
+    from ledgerlet_services.app.contracts_gen import check_or_write
+
+    problems = check_or_write(args.dir, write=not args.check)
+    for p in problems:
+        console.print(f"[red]stale:[/red] {p}", highlight=False)
+    if problems and args.check:
+        console.print("run `ledgerlet contracts` to regenerate the schemas", highlight=False)
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    console = Console(stderr=False)
+    if not console.is_terminal:
+        console.width = max(console.width, 120)  # logs and pipes: do not squeeze the tables
+    if args.command in ("run", "service"):
+        # Services hold hundreds of thousands of long-lived objects (pods, plans); the
+        # default thresholds run the cyclic collector over all of them again and again
+        # while they are built (a quarter of start-up at 110,000 pods).
+        gc.set_threshold(50_000, 20, 100)
+    if args.command == "run":
+        return asyncio.run(_run(args, console))
+    if args.command == "drive":
+        return asyncio.run(_drive(args, console))
+    if args.command == "service":
+        return _service(args)
+    if args.command == "health":
+        return EXIT_OK if is_healthy(args.name, args.max_age) else EXIT_FAILED
+    if args.command == "contracts":
+        return _contracts(args, console)
+    if args.command in POSTMORTEM_COMMANDS:
+        return dispatch_postmortem(args, console)
+    return EXIT_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,288 @@
+"""The post-mortem commands: serve, replay, whatif, explain, report, import."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from rich.console import Console
+
+from ledgerlet_core.model.errors import InputError
+from ledgerlet_store.dsn import DEFAULT_DSN
+from ledgerlet_store.store import EventStore
+
+EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
+COMMANDS = ("serve", "replay", "whatif", "explain", "report", "import")
+
+
+def _store_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--store",
+        default=os.environ.get("LEDGERLET_STORE", DEFAULT_DSN),
+        help=f"event store DSN (default {DEFAULT_DSN}, or LEDGERLET_STORE)",
+    )
+    p.add_argument("--run", help="run id (default: the newest run in the store)")
+
+
+def add_parsers(sub: Any) -> None:
+    serve = sub.add_parser("serve", help="the decision audit API (read-only HTTP, OpenAPI at /docs)")
+    serve.add_argument("--store", default=os.environ.get("LEDGERLET_STORE", DEFAULT_DSN), help="event store DSN")
+    serve.add_argument("--host", default=os.environ.get("LEDGERLET_API_HOST", "127.0.0.1"))
+    serve.add_argument("--port", type=int, default=int(os.environ.get("LEDGERLET_API_PORT", "8080")))
+    serve.add_argument(
+        "--token-file", type=Path, help="require this bearer token (also LEDGERLET_API_TOKEN; none: open)"
+    )
+
+    replay = sub.add_parser("replay", help="re-derive a stored run's decisions from its stored inputs")
+    _store_arg(replay)
+    replay.add_argument("--verify", action="store_true", help="compare with what is stored; exit 1 on any mismatch")
+    replay.add_argument("--decisions", type=Path, help="write the re-derived decision log here")
+    replay.add_argument("--max-shown", type=int, default=50, help="mismatches printed (default 50)")
+
+    whatif = sub.add_parser("whatif", help="re-run a stored run's inputs under another configuration")
+    _store_arg(whatif)
+    whatif.add_argument(
+        "--set",
+        dest="assignments",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="e.g. evictionHard.memory.available=500Mi, evictionPressureTransitionPeriod=1m, "
+        "scheduler.disablePreemption=true (repeatable)",
+    )
+    whatif.add_argument("--config", type=Path, help="YAML: kubelet fields, or kubeletConfig/schedulerConfig/...")
+    whatif.add_argument("--json", action="store_true", help="print the diff as JSON")
+
+    explain = sub.add_parser("explain", help="why a pod was evicted, preempted, killed or rejected")
+    explain.add_argument("pod", help="NAMESPACE/NAME")
+    _store_arg(explain)
+    explain.add_argument("--json", action="store_true")
+
+    report = sub.add_parser("report", help="a self-contained HTML post-mortem of a run")
+    _store_arg(report)
+    report.add_argument("--out", type=Path, required=True, help="where to write the HTML")
+
+    imp = sub.add_parser("import", help="a scenario from recorded /stats/summary and kubectl JSON")
+    imp.add_argument("--objects", type=Path, action="append", default=[], help="kubectl get ... -o json output")
+    imp.add_argument(
+        "--stats", type=Path, action="append", default=[], help="a kubelet /stats/summary JSON document (repeatable)"
+    )
+    imp.add_argument("--kubelet-config", type=Path, help="the kubelet's configz JSON or a KubeletConfiguration")
+    imp.add_argument("--name", default="imported", help="scenario name")
+    imp.add_argument("--out", type=Path, required=True, help="scenario YAML to write")
+
+
+def dispatch(args: argparse.Namespace, console: Console) -> int:
+    if args.command == "serve":
+        return _serve(args, console)
+    if args.command == "import":
+        return _import(args, console)
+    runner = {"replay": _replay, "whatif": _whatif, "explain": _explain, "report": _report}[args.command]
+    return asyncio.run(runner(args, console))
+
+
+def _serve(args: argparse.Namespace, console: Console) -> int:
+    import uvicorn
+
+    from ledgerlet_services.audit.http_api import create_app
+
+    token = os.environ.get("LEDGERLET_API_TOKEN") or None
+    if args.token_file is not None:
+        token = args.token_file.read_text(encoding="utf-8").strip() or None
+    console.print(f"audit API on http://{args.host}:{args.port} (OpenAPI: /docs){'' if token else ', no token'}")
+    uvicorn.run(create_app(args.store, token=token), host=args.host, port=args.port, log_level="info")
+    return EXIT_OK
+
+
+async def _open(args: argparse.Namespace, console: Console) -> EventStore | None:
+    try:
+        return await EventStore.open(args.store)
+    except Exception as exc:  # a store we cannot open or migrate
+        console.print(f"[red]error:[/red] cannot open store {args.store}: {exc}", highlight=False)
+        return None
+
+
+async def _replay(args: argparse.Namespace, console: Console) -> int:
+    from ledgerlet_core.contracts.decision_log import encode_records, to_records
+    from ledgerlet_core.contracts.registry import DECISION
+    from ledgerlet_core.model.timefmt import parse_rfc3339
+    from ledgerlet_services.app.replay import NoSuchRun, replay_run
+
+    store = await _open(args, console)
+    if store is None:
+        return EXIT_BAD_INPUT
+    try:
+        replay = await replay_run(store, args.run)
+    except NoSuchRun as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        return EXIT_BAD_INPUT
+    finally:
+        await store.close()
+    recorded = replay.recorded
+    if args.decisions is not None:
+        decisions = [e for e in replay.derived.values() if e.kind == DECISION]
+        data = encode_records(to_records(decisions, parse_rfc3339(recorded.started.start)))
+        args.decisions.parent.mkdir(parents=True, exist_ok=True)
+        args.decisions.write_bytes(data)
+    console.print(
+        f"run {recorded.run}: {recorded.events} stored events read in {recorded.read_seconds:.2f}s, "
+        f"re-derived in {replay.derive_seconds:.2f}s ({replay.events_per_second:,.0f} events/s)",
+        highlight=False,
+    )
+    if not args.verify:
+        return EXIT_OK
+    mismatches = replay.mismatches()
+    if not mismatches:
+        n = len(recorded.others)
+        console.print(f"[green]verified:[/green] all {n} decisions and internal events re-derived identically")
+        return EXIT_OK
+    for m in mismatches[: args.max_shown]:
+        console.print(m.describe(), highlight=False, markup=False)
+    more = len(mismatches) - args.max_shown
+    if more > 0:
+        console.print(f"... and {more} more", highlight=False)
+    by_kind = {k: sum(m.kind == k for m in mismatches) for k in ("changed", "missing", "unexpected")}
+    console.print(
+        f"[red]{len(mismatches)} mismatches[/red] ({', '.join(f'{v} {k}' for k, v in by_kind.items() if v)}): "
+        "the stored decisions do not follow from the stored inputs",
+        highlight=False,
+    )
+    return EXIT_MISMATCH
+
+
+async def _whatif(args: argparse.Namespace, console: Console) -> int:
+    from ledgerlet_services.app.replay import NoSuchRun, whatif_run
+    from ledgerlet_services.app.report_console import whatif_table
+
+    file_config: dict[str, Any] | None = None
+    if args.config is not None:
+        try:
+            file_config = yaml.safe_load(args.config.read_text(encoding="utf-8")) or {}
+        except (OSError, yaml.YAMLError) as exc:
+            console.print(f"[red]error:[/red] {args.config}: {exc}", highlight=False)
+            return EXIT_BAD_INPUT
+        if not isinstance(file_config, dict):
+            console.print(f"[red]error:[/red] {args.config}: expected a mapping of settings", highlight=False)
+            return EXIT_BAD_INPUT
+    if not args.assignments and file_config is None:
+        console.print("[red]error:[/red] whatif needs --set FIELD=VALUE or --config FILE")
+        return EXIT_BAD_INPUT
+    store = await _open(args, console)
+    if store is None:
+        return EXIT_BAD_INPUT
+    try:
+        report = await whatif_run(store, args.run, args.assignments, file_config)
+    except (NoSuchRun, InputError) as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        return EXIT_BAD_INPUT
+    finally:
+        await store.close()
+    if args.json:
+        print(json.dumps(_diff_json(report), indent=2))
+        return EXIT_OK
+    if report.open_loop_nodes:
+        console.print(
+            f"[yellow]note:[/yellow] {', '.join(report.open_loop_nodes)} replayed recorded stats (open loop): "
+            "their usage is the recording's and cannot react to a changed decision (a pod evicted earlier "
+            "or not at all leaves the recorded usage as it was). Decisions on them are the changed "
+            "configuration applied to the recorded usage; give those nodes a `usage` model for a closed loop.",
+            highlight=False,
+        )
+    for table in whatif_table(report):
+        console.print(table)
+    if report.diff.same:
+        console.print("no decision changes: the run decides the same under the new configuration")
+    return EXIT_OK
+
+
+def _secs(t: int | None) -> float | None:
+    return None if t is None else t / 1e9
+
+
+def _diff_json(report: Any) -> dict[str, Any]:
+    d = report.diff
+    return {
+        "run": report.run,
+        "configs": report.configs,
+        "openLoopNodes": report.open_loop_nodes,
+        "same": d.same,
+        "counts": {k: {"recorded": a, "whatif": b} for k, (a, b) in d.counts.items()},
+        "firstPressure": [
+            {"node": n, "condition": c, "recorded": _secs(a), "whatif": _secs(b)}
+            for (n, c), (a, b) in d.first_pressure.items()
+        ],
+        "changes": [
+            {
+                "change": c.change,
+                "type": c.type,
+                "pod": c.pod,
+                "node": c.node,
+                "recorded": _secs(c.recorded_t),
+                "whatif": _secs(c.whatif_t),
+                "detail": c.detail,
+            }
+            for c in d.changes
+        ],
+    }
+
+
+async def _explain(args: argparse.Namespace, console: Console) -> int:
+    from ledgerlet_services.audit.queries import Audit, NotFound
+
+    if args.pod.count("/") != 1:
+        console.print(f"[red]error:[/red] expected NAMESPACE/NAME, got {args.pod!r}", highlight=False)
+        return EXIT_BAD_INPUT
+    store = await _open(args, console)
+    if store is None:
+        return EXIT_BAD_INPUT
+    try:
+        audit = Audit(store)
+        try:
+            exp = await audit.explain(await audit.resolve(args.run), args.pod)
+        except NotFound as exc:
+            console.print(f"[red]error:[/red] {exc}", highlight=False)
+            return EXIT_BAD_INPUT
+    finally:
+        await store.close()
+    if args.json:
+        print(json.dumps(exp.to_dict(), indent=2))
+    else:
+        print(exp.render_text(), end="")
+    return EXIT_OK if exp.outcome is not None else EXIT_MISMATCH
+
+
+async def _report(args: argparse.Namespace, console: Console) -> int:
+    from ledgerlet_services.audit.queries import NotFound
+    from ledgerlet_services.audit.report import write_report
+
+    store = await _open(args, console)
+    if store is None:
+        return EXIT_BAD_INPUT
+    try:
+        summary = await write_report(store, args.run, args.out)
+    except NotFound as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        return EXIT_BAD_INPUT
+    finally:
+        await store.close()
+    console.print(summary, highlight=False)
+    return EXIT_OK
+
+
+def _import(args: argparse.Namespace, console: Console) -> int:
+    from ledgerlet_services.app.recording_import import import_files
+
+    try:
+        summary = import_files(
+            objects=args.objects, stats=args.stats, kubelet_config=args.kubelet_config, name=args.name, out=args.out
+        )
+    except InputError as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        return EXIT_BAD_INPUT
+    console.print(summary, highlight=False)
+    return EXIT_OK

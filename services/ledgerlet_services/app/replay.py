@@ -1,0 +1,180 @@
+"""Replay: a recorded run's inputs through the control loops again.
+
+``verify`` re-derives every decision and internal event from the stored inputs and
+compares them, id by id, with what the store holds (``ledgerlet replay --verify``).
+``whatif`` re-runs the same inputs under another configuration and diffs the decisions
+(``ledgerlet whatif``). Both run the embedded services on an in-memory bus and collect
+what they derive instead of storing it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from ledgerlet_core.contracts import inputs as ev
+from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.contracts.registry import DECISION, INPUT, decode_data, encode_data
+from ledgerlet_core.kubelet.config import resolve_kubelet_config
+from ledgerlet_core.postmortem.compare import DecisionDiff, Mismatch, decision_diff, verify
+from ledgerlet_core.postmortem.overrides import apply_overrides
+from ledgerlet_services.runtime.embedded import run_feed
+from ledgerlet_services.runtime.recorder import CollectingSink
+from ledgerlet_store.store import EventStore
+
+
+class NoSuchRun(LookupError):
+    """The store holds no run by that id (or no run at all)."""
+
+
+@dataclass
+class RecordedRun:
+    run: str
+    started: ev.ScenarioStarted
+    inputs: list[Envelope]
+    others: list[Envelope]
+    read_seconds: float = 0.0
+
+    @property
+    def events(self) -> int:
+        return len(self.inputs) + len(self.others)
+
+    @property
+    def full_observations(self) -> bool:
+        """Whether derived observations were stored with every pod's stats."""
+        return any(
+            e.type == "NodeObserved" and b'"source":"usage"' in bytes(e.data) and b'"podsOmitted"' not in bytes(e.data)
+            for e in self.others
+        )
+
+    @property
+    def open_loop_nodes(self) -> list[str]:
+        """Nodes observed through recorded ``stats`` (their usage cannot react to a change)."""
+        return sorted({e.node for e in self.inputs if e.type == "StatsReported" and e.node})
+
+
+async def resolve_run(store: EventStore, run: str | None) -> str:
+    """``run`` if the store has it; the newest run when none is named."""
+    runs = await store.runs()
+    if not runs:
+        raise NoSuchRun(f"{store.describe()} holds no runs")
+    if run is None or run == "latest":
+        return runs[0][0]
+    if run not in {r for r, _ in runs}:
+        raise NoSuchRun(f"{store.describe()} holds no run {run!r} (newest: {runs[0][0]})")
+    return run
+
+
+async def read_recorded(store: EventStore, run: str, *, batch: int = 20_000) -> RecordedRun:
+    began = time.perf_counter()
+    inputs: list[Envelope] = []
+    others: list[Envelope] = []
+    async for stored in store.iter_run(run, batch=batch):
+        env = stored.envelope
+        (inputs if env.kind == INPUT else others).append(env)
+    started = next((e for e in inputs if e.type == "ScenarioStarted"), None)
+    if started is None:
+        raise NoSuchRun(f"run {run!r} has no ScenarioStarted event: nothing to replay from")
+    inputs.sort(key=Envelope.sort_key)
+    others.sort(key=Envelope.sort_key)
+    return RecordedRun(run, decode_data(started), inputs, others, time.perf_counter() - began)
+
+
+def replay_feed(recorded: RecordedRun, started: ev.ScenarioStarted | None = None) -> list[Envelope]:
+    """The driver's feed: every stored input but ScenarioEnded, which the driver publishes."""
+    feed = [e for e in recorded.inputs if e.type != "ScenarioEnded"]
+    if started is None:
+        return feed
+    data = encode_data(started)
+    return [msgspec.structs.replace(e, data=data) if e.type == "ScenarioStarted" else e for e in feed]
+
+
+async def rederive(
+    recorded: RecordedRun,
+    *,
+    started: ev.ScenarioStarted | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, Envelope]:
+    sink = CollectingSink()
+    await run_feed(
+        replay_feed(recorded, started),
+        sink,
+        run=recorded.run,
+        duration=(started or recorded.started).duration,
+        progress=progress,
+        full_observations=recorded.full_observations,
+    )
+    return sink.events
+
+
+@dataclass
+class Replay:
+    """A run's stored events and what the control loops derive again from its inputs."""
+
+    recorded: RecordedRun
+    derived: dict[str, Envelope]
+    derive_seconds: float
+
+    @property
+    def events_per_second(self) -> float:
+        return self.recorded.events / max(self.recorded.read_seconds + self.derive_seconds, 1e-9)
+
+    def mismatches(self) -> list[Mismatch]:
+        return verify(self.recorded.others, self.derived)
+
+
+async def replay_run(
+    store: EventStore, run: str | None = None, *, progress: Callable[[int], None] | None = None
+) -> Replay:
+    """Read a run and re-derive it (``ledgerlet replay``); :class:`NoSuchRun` if it is not there."""
+    recorded = await read_recorded(store, await resolve_run(store, run))
+    began = time.perf_counter()
+    derived = await rederive(recorded, progress=progress)
+    return Replay(recorded, derived, time.perf_counter() - began)
+
+
+@dataclass
+class WhatIfReport:
+    run: str
+    diff: DecisionDiff
+    configs: dict[str, dict[str, Any]]
+    open_loop_nodes: list[str] = field(default_factory=list)
+    recorded_decisions: list[Envelope] = field(default_factory=list)
+    whatif_decisions: list[Envelope] = field(default_factory=list)
+
+
+async def whatif_run(
+    store: EventStore,
+    run: str | None,
+    assignments: list[str],
+    file_config: Mapping[str, Any] | None = None,
+    *,
+    progress: Callable[[int], None] | None = None,
+) -> WhatIfReport:
+    """Re-run the recorded inputs under changed settings; :class:`InputError` for bad ones."""
+    recorded = await read_recorded(store, await resolve_run(store, run))
+    base = recorded.started
+    configs = apply_overrides(
+        {
+            "kubeletConfig": base.kubelet_config,
+            "schedulerConfig": base.scheduler_config,
+            "controllerConfig": base.controller_config,
+        },
+        assignments,
+        file_config,
+    )
+    resolve_kubelet_config(configs["kubeletConfig"], obj="what-if kubeletConfig")  # refuse a bad one up front
+    started = msgspec.structs.replace(
+        base,
+        kubelet_config=configs["kubeletConfig"],
+        scheduler_config=configs["schedulerConfig"],
+        controller_config=configs["controllerConfig"],
+    )
+    derived = await rederive(recorded, started=started, progress=progress)
+    rec = [e for e in recorded.others if e.kind == DECISION]
+    alt = sorted((e for e in derived.values() if e.kind == DECISION), key=Envelope.sort_key)
+    return WhatIfReport(recorded.run, decision_diff(rec, alt), configs, recorded.open_loop_nodes, rec, alt)

@@ -1,0 +1,1 @@
+"""The control loops: consume, fold the cluster view, call the core, emit."""

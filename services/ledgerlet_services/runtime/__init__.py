@@ -1,0 +1,1 @@
+"""The shell every control loop runs in, and the embedded and distributed ways to run them."""

@@ -1,0 +1,53 @@
+"""Every service the product has, by the name ``ledgerlet service NAME`` and compose use."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Final
+
+from ledgerlet_core.loop.dispatch import Loop
+from ledgerlet_services.loops.controller_manager import ControllerManager
+from ledgerlet_services.loops.kubelet import EvictionManager
+from ledgerlet_services.loops.out_of_service import OutOfServiceController
+from ledgerlet_services.loops.scheduler import Scheduler
+from ledgerlet_services.loops.shutdown_manager import ShutdownManager
+from ledgerlet_services.loops.stats_collector import Collector
+from ledgerlet_services.runtime.recorder import NAME as RECORDER
+from ledgerlet_services.runtime.topics import ALL_TOPICS
+
+#: the control loops: consume, fold, decide, publish (the virtual clock waits for them)
+CONTROL_LOOPS: Final[tuple[type[Loop], ...]] = (
+    Collector,
+    EvictionManager,
+    ShutdownManager,
+    Scheduler,
+    ControllerManager,
+    OutOfServiceController,
+)
+
+#: the decision audit API: reads the store only (``ledgerlet serve`` as a service)
+AUDIT_API: Final = "audit-api"
+
+#: services that are not control loops
+OTHER_SERVICES: Final[tuple[str, ...]] = (RECORDER, AUDIT_API)
+
+
+def needs_bus(name: str) -> bool:
+    return name != AUDIT_API
+
+
+def service_names() -> list[str]:
+    return [s.name for s in CONTROL_LOOPS] + list(OTHER_SERVICES)
+
+
+def control_loop(name: str) -> type[Loop] | None:
+    return next((s for s in CONTROL_LOOPS if s.name == name), None)
+
+
+def loop_groups() -> Mapping[str, Sequence[str]]:
+    """Consumer groups the clock waits for, with the topics each one reads."""
+    return {s.name: list(s.topics) for s in CONTROL_LOOPS}
+
+
+def recorder_groups() -> Mapping[str, Sequence[str]]:
+    return {RECORDER: list(ALL_TOPICS)}

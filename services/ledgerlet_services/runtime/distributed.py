@@ -1,0 +1,189 @@
+"""The distributed stack: every service in a process of its own on Kafka, the event store
+on PostgreSQL, and a driver that feeds a scenario in and keeps the virtual clock.
+
+The code that decides is the embedded run's: the same services, shell loop and driver;
+only the bus and the store differ, and the results do not depend on which is used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from sqlalchemy.exc import SQLAlchemyError
+
+from ledgerlet_bus.kafka import KafkaBus
+from ledgerlet_bus.retry import with_backoff
+from ledgerlet_core.contracts.registry import DECISION
+from ledgerlet_core.scenario.feed import scenario_feed
+from ledgerlet_core.scenario.load import Scenario
+from ledgerlet_services.runtime.catalog import control_loop, loop_groups, recorder_groups, service_names
+from ledgerlet_services.runtime.driver import Driver
+from ledgerlet_services.runtime.embedded import RunResult, new_run_id
+from ledgerlet_services.runtime.recorder import NAME as RECORDER
+from ledgerlet_services.runtime.recorder import RecorderRunner
+from ledgerlet_services.runtime.shell import ServiceRunner
+from ledgerlet_services.runtime.telemetry import Telemetry
+from ledgerlet_services.runtime.topics import topic_specs
+from ledgerlet_store.store import EventStore
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PARTITIONS = 6
+HEALTH_DIR = Path(os.environ.get("LEDGERLET_HEALTH_DIR", "/tmp"))
+
+
+class UnknownService(ValueError):
+    pass
+
+
+def health_file(name: str) -> Path:
+    return HEALTH_DIR / f"ledgerlet-{name}.alive"
+
+
+class Heartbeat:
+    """Touches a file while the service loop turns (compose's health check reads its age)."""
+
+    def __init__(self, path: Path | None, every: float = 1.0) -> None:
+        self.path = path
+        self.every = every
+        self._last = 0.0
+
+    def __call__(self) -> None:
+        now = time.monotonic()
+        if self.path is None or now - self._last < self.every:
+            return
+        self._last = now
+        with contextlib.suppress(OSError):
+            self.path.write_text(f"{time.time():.0f}\n")
+
+
+def is_healthy(name: str, max_age: float = 30.0) -> bool:
+    try:
+        return time.time() - health_file(name).stat().st_mtime <= max_age
+    except OSError:
+        return False
+
+
+async def open_bus(url: str, *, client_id: str, partitions: int) -> KafkaBus:
+    bus = KafkaBus.from_url(url, client_id=client_id)
+    await bus.start()
+    await bus.create_topics(topic_specs(partitions))
+    return bus
+
+
+async def open_store(dsn: str) -> EventStore:
+    """Open (and migrate) the store, waiting for the database to come up."""
+    return await with_backoff(
+        f"opening the event store {dsn}", lambda: EventStore.open(dsn), retry_on=(SQLAlchemyError, OSError)
+    )
+
+
+async def serve(
+    name: str,
+    *,
+    bus_url: str,
+    store_dsn: str | None,
+    partitions: int = DEFAULT_PARTITIONS,
+    telemetry: Telemetry | None = None,
+    stop: asyncio.Event | None = None,
+    heartbeat: Heartbeat | None = None,
+    lag_every: float = 5.0,
+) -> None:
+    """Run one service until ``stop`` is set (SIGTERM): it finishes its batch and leaves."""
+    kind = control_loop(name)
+    if kind is None and name != RECORDER:
+        raise UnknownService(f"unknown service {name!r}; services: {', '.join(service_names())}")
+    telemetry = telemetry or Telemetry.disabled()
+    stop = stop or asyncio.Event()
+    bus = await open_bus(bus_url, client_id=f"ledgerlet-{name}", partitions=partitions)
+    store: EventStore | None = None
+    runner: ServiceRunner | RecorderRunner
+    try:
+        if kind is not None:
+            runner = ServiceRunner(bus, kind, telemetry=telemetry)
+            groups = {runner.group: list(runner.topics)}
+        else:
+            if not store_dsn:
+                raise UnknownService(f"{name} needs --store (or LEDGERLET_STORE)")
+            store = await open_store(store_dsn)
+            runner = RecorderRunner(bus, store, telemetry=telemetry)
+            groups = {g: list(ts) for g, ts in recorder_groups().items()}
+        runner.heartbeat = heartbeat
+        task = asyncio.create_task(runner.run(), name=name)
+        stopper = asyncio.create_task(stop.wait())
+        reporter = asyncio.create_task(_report_lag(bus, groups, telemetry, lag_every))
+        log.info("%s: running on %s", name, bus_url)
+        await asyncio.wait([task, stopper], return_when=asyncio.FIRST_COMPLETED)
+        runner.stop()
+        reporter.cancel()
+        stopper.cancel()
+        await task  # finishes the batch in hand, closes its consumer and producer
+    finally:
+        if store is not None:
+            await store.close()
+        await bus.close()
+        telemetry.shutdown()
+
+
+async def _report_lag(bus: KafkaBus, groups: dict[str, list[str]], telemetry: Telemetry, every: float) -> None:
+    if not telemetry.metering:
+        return
+    while True:
+        with contextlib.suppress(Exception):
+            lags, _ = await bus.lag_by_group(groups)
+            for group, lag in lags.items():
+                telemetry.set_lag(group, lag)
+        await asyncio.sleep(every)
+
+
+async def drive(
+    scenario: Scenario,
+    *,
+    bus_url: str,
+    store_dsn: str,
+    run: str | None = None,
+    partitions: int = DEFAULT_PARTITIONS,
+    progress: Callable[[int], None] | None = None,
+    idle_timeout: float = 600.0,
+    telemetry: Telemetry | None = None,
+) -> RunResult:
+    """Feed a scenario to the running stack and keep its clock; return its decisions
+    once the recorder has stored everything."""
+    run_id = run or new_run_id()
+    began = time.perf_counter()
+    bus = await open_bus(bus_url, client_id="ledgerlet-driver", partitions=partitions)
+    try:
+        driver = Driver(
+            bus,
+            scenario_feed(scenario, run_id),
+            run=run_id,
+            duration=scenario.duration,
+            groups=loop_groups(),
+            followers=recorder_groups(),
+            progress=progress,
+            idle_timeout=idle_timeout,
+            telemetry=telemetry,
+        )
+        await driver.run()
+        await bus.wait_idle(recorder_groups(), timeout=idle_timeout)
+    finally:
+        await bus.close()
+    store = await open_store(store_dsn)
+    try:
+        decisions = await store.read_run(run_id, kind=DECISION)
+        stored = await store.count(run_id)
+    finally:
+        await store.close()
+    return RunResult(
+        run=run_id,
+        decisions=decisions,
+        driver=driver.stats,
+        events_stored=stored,
+        wall_seconds=time.perf_counter() - began,
+    )

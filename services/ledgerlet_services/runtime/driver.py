@@ -1,0 +1,168 @@
+"""The scenario driver: the virtual clock.
+
+It publishes the inputs of each instant, then ticks the clock in phases until no
+service wants another tick at that instant, waiting after every step until the bus is
+idle (every service group has committed everything it reads). Time therefore advances
+only when all consequences of the present are folded in, and the results do not
+depend on how fast anything runs: the same scenario gives the same decisions on the
+in-memory bus and over Kafka.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ledgerlet_bus.api import Bus, Consumer, Producer
+from ledgerlet_core.contracts import inputs as ev
+from ledgerlet_core.contracts import order
+from ledgerlet_core.contracts.envelope import Envelope, decode_envelope, encode_envelope
+from ledgerlet_core.contracts.internal import ClockTick, TimerSet
+from ledgerlet_core.contracts.registry import decode_data, make_envelope
+from ledgerlet_services.runtime.shell import next_offsets
+from ledgerlet_services.runtime.telemetry import Telemetry
+from ledgerlet_services.runtime.topics import CLOCK, INPUTS, TIMERS
+
+log = logging.getLogger(__name__)
+
+CLOCK_GROUP = "virtual-clock"
+
+
+@dataclass
+class DriverStats:
+    instants: int = 0
+    ticks: int = 0
+    inputs: int = 0
+    virtual_time: int = 0
+
+
+class Driver:
+    def __init__(
+        self,
+        bus: Bus,
+        feed: Sequence[Envelope],
+        *,
+        run: str,
+        duration: int,
+        groups: Mapping[str, Sequence[str]],
+        followers: Mapping[str, Sequence[str]] | None = None,
+        max_follower_lag: int = 20_000,
+        progress: Callable[[int], None] | None = None,
+        idle_timeout: float = 120.0,
+        telemetry: Telemetry | None = None,
+    ) -> None:
+        self.bus = bus
+        self.feed = sorted(feed, key=Envelope.sort_key)
+        self.run_id = run
+        self.duration = duration
+        self.groups = groups
+        self.followers = followers or {}
+        self.max_follower_lag = max_follower_lag
+        self.progress = progress
+        self.idle_timeout = idle_timeout
+        self.telemetry = telemetry or Telemetry.disabled()
+        self.stats = DriverStats()
+        self._timers: dict[int, set[int]] = {}
+        # a group per run: a stack serves run after run, and each driver wants its own timers
+        self._timer_group = f"{CLOCK_GROUP}.{run}"
+
+    async def run(self) -> None:
+        producer = self.bus.producer()
+        timers = self.bus.consumer(self._timer_group, [TIMERS], whole=True)
+        try:
+            i = 0
+            feed = self.feed
+            while True:
+                next_input = feed[i].t if i < len(feed) else None
+                next_timer = min(self._timers) if self._timers else None
+                candidates = [x for x in (next_input, next_timer) if x is not None]
+                if not candidates:
+                    break
+                now = min(candidates)
+                if now > self.duration:
+                    break
+                self.stats.instants += 1
+                batch: list[Envelope] = []
+                while i < len(feed) and feed[i].t == now:
+                    batch.append(feed[i])
+                    i += 1
+                if batch:
+                    for env in batch:
+                        await producer.send(
+                            INPUTS,
+                            encode_envelope(env),
+                            key=(env.node or "cluster").encode(),
+                            headers=self.telemetry.publishing("driver", env),
+                        )
+                    await producer.flush()
+                    self.stats.inputs += len(batch)
+                    await self._settle(timers)
+                await self._tick(now, producer, timers)
+                await self._keep_followers_close()
+                self.stats.virtual_time = now
+                if self.progress is not None:
+                    self.progress(now)
+            end = make_envelope(
+                ev.ScenarioEnded(duration=self.duration),
+                run=self.run_id,
+                t=self.duration,
+                order=[order.END],
+                stream="scenario",
+            )
+            await producer.send(
+                INPUTS, encode_envelope(end), key=b"cluster", headers=self.telemetry.publishing("driver", end)
+            )
+            await producer.flush()
+            await self._settle(timers)
+            self.stats.virtual_time = self.duration
+            if self.progress is not None:
+                self.progress(self.duration)
+        finally:
+            await producer.close()
+            await timers.close()
+
+    async def _keep_followers_close(self) -> None:
+        """Groups that only record (the store) may lag, but not without bound."""
+        if self.followers and await self.bus.lag(self.followers) > self.max_follower_lag:
+            await self.bus.wait_idle(self.followers, timeout=max(self.idle_timeout, 600.0))
+
+    async def _tick(self, now: int, producer: Producer, timers: Consumer) -> None:
+        """Tick at ``now``, lowest phase first, until nothing more is due at ``now``."""
+        rnd = 0
+        while True:
+            due = sorted({p for at, phases in self._timers.items() if at <= now for p in phases})
+            if not due:
+                return
+            phase = due[0]
+            for at in [at for at in self._timers if at <= now]:
+                self._timers[at].discard(phase)
+                if not self._timers[at]:
+                    del self._timers[at]
+            tick = make_envelope(
+                ClockTick(round=rnd, phase=phase), run=self.run_id, t=now, order=[order.CLOCK, rnd], stream="clock"
+            )
+            await producer.send(
+                CLOCK, encode_envelope(tick), key=b"clock", headers=self.telemetry.publishing("clock", tick)
+            )
+            await producer.flush()
+            self.stats.ticks += 1
+            rnd += 1
+            await self._settle(timers)
+
+    async def _settle(self, timers: Consumer) -> None:
+        """Wait until every service has handled everything, then collect timer requests.
+
+        Once the services are idle nothing more is written to the timers topic, so
+        reading until this driver's own group has committed its end reads them all."""
+        await self.bus.wait_idle(self.groups, timeout=self.idle_timeout)
+        mine = {self._timer_group: [TIMERS]}
+        while await self.bus.lag(mine):
+            records = await timers.getmany(timeout=0.05, max_records=10_000)
+            for r in records:
+                env = decode_envelope(r.value)
+                if env.type == "TimerSet" and env.run == self.run_id:
+                    data: TimerSet = decode_data(env)
+                    self._timers.setdefault(data.at, set()).add(data.phase)
+            if records:
+                await timers.commit(next_offsets(records))

@@ -1,0 +1,156 @@
+"""The embedded default: every service in one process, on the in-memory bus.
+
+Same services, same shell loop, same driver as the distributed stack; only the bus is
+in memory and the store defaults to a SQLite file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from ledgerlet_bus.memory import MemoryBus
+from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.contracts.registry import DECISION
+from ledgerlet_core.scenario.feed import scenario_feed
+from ledgerlet_core.scenario.load import Scenario
+from ledgerlet_services.runtime.catalog import CONTROL_LOOPS
+from ledgerlet_services.runtime.driver import Driver, DriverStats
+from ledgerlet_services.runtime.recorder import EventSink, RecorderRunner
+from ledgerlet_services.runtime.shell import ServiceRunner
+from ledgerlet_services.runtime.telemetry import Telemetry
+from ledgerlet_services.runtime.topics import ALL_TOPICS, topic_specs
+from ledgerlet_store.store import EventStore, StoredEvent
+
+
+class ServiceFailed(RuntimeError):
+    """A service stopped with an error during the run."""
+
+
+@dataclass
+class RunResult:
+    run: str
+    decisions: list[StoredEvent]
+    driver: DriverStats
+    events_stored: int
+    wall_seconds: float
+    service_events: dict[str, int] = field(default_factory=dict)
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex
+
+
+async def run_embedded(
+    scenario: Scenario,
+    store: EventStore,
+    *,
+    run: str | None = None,
+    progress: Callable[[int], None] | None = None,
+    partitions: int = 4,
+    full_observations: bool = False,
+    telemetry: Telemetry | None = None,
+    bus: MemoryBus | None = None,
+) -> RunResult:
+    run_id = run or new_run_id()
+    began = time.perf_counter()
+    outcome = await run_feed(
+        scenario_feed(scenario, run_id),
+        store,
+        run=run_id,
+        duration=scenario.duration,
+        progress=progress,
+        partitions=partitions,
+        full_observations=full_observations,
+        telemetry=telemetry,
+        bus=bus,
+    )
+    decisions = await store.read_run(run_id, kind=DECISION)
+    return RunResult(
+        run=run_id,
+        decisions=decisions,
+        driver=outcome.driver,
+        events_stored=outcome.events_stored,
+        wall_seconds=time.perf_counter() - began,
+        service_events=outcome.service_events,
+    )
+
+
+@dataclass
+class FeedOutcome:
+    driver: DriverStats
+    events_stored: int
+    service_events: dict[str, int]
+
+
+async def run_feed(
+    feed: Sequence[Envelope],
+    sink: EventSink,
+    *,
+    run: str,
+    duration: int,
+    progress: Callable[[int], None] | None = None,
+    partitions: int = 4,
+    full_observations: bool = False,
+    telemetry: Telemetry | None = None,
+    bus: MemoryBus | None = None,
+) -> FeedOutcome:
+    """Drive a run's input events through every control loop; everything lands in ``sink``.
+
+    ``ledgerlet run`` feeds a scenario's inputs and stores; replay and what-if feed the
+    inputs a store recorded and collect what the loops derive, to compare.
+    """
+    bus = bus or MemoryBus()
+    await bus.create_topics(topic_specs(partitions))
+    runners = [ServiceRunner(bus, kind, telemetry=telemetry) for kind in CONTROL_LOOPS]
+    recorder = RecorderRunner(bus, sink, full_observations=full_observations, telemetry=telemetry)
+    groups = {r.group: list(r.topics) for r in runners}
+    driver = Driver(
+        bus,
+        feed,
+        run=run,
+        duration=duration,
+        groups=groups,
+        progress=progress,
+        telemetry=telemetry,
+    )
+    service_tasks = [asyncio.create_task(r.run(), name=r.group) for r in runners]
+    recorder_task = asyncio.create_task(recorder.run(), name=recorder.group)
+    drive = asyncio.create_task(driver.run(), name="driver")
+    try:
+        done, _ = await asyncio.wait([drive, recorder_task, *service_tasks], return_when=asyncio.FIRST_COMPLETED)
+        if drive not in done:
+            failed = next(iter(done))
+            drive.cancel()
+            exc = failed.exception() if not failed.cancelled() else None
+            raise ServiceFailed(f"{failed.get_name()} stopped: {exc!r}") from exc
+        drive.result()
+        await _wait_recorded(bus, recorder, recorder_task)
+    finally:
+        for r in runners:
+            r.stop()
+        recorder.stop()
+        for task in (*service_tasks, recorder_task, drive):
+            if not task.done():
+                task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+    return FeedOutcome(
+        driver=driver.stats,
+        events_stored=recorder.appended,
+        service_events={r.group: r.stats.events_in for r in runners},
+    )
+
+
+async def _wait_recorded(bus: MemoryBus, recorder: RecorderRunner, task: asyncio.Task[None]) -> None:
+    waiter = asyncio.create_task(bus.wait_idle({recorder.group: list(ALL_TOPICS)}, timeout=600))
+    done, _ = await asyncio.wait([waiter, task], return_when=asyncio.FIRST_COMPLETED)
+    if waiter not in done:
+        waiter.cancel()
+        exc = task.exception() if not task.cancelled() else None
+        raise ServiceFailed(f"{recorder.group} stopped: {exc!r}") from exc
+    waiter.result()

@@ -1,0 +1,133 @@
+"""Event recorder: every event on every topic, appended to the event store.
+
+It commits a batch's offsets only once the store has it, and the store drops event ids
+it already holds, so redelivery after a crash or a restart of the store loses nothing
+and duplicates nothing. While the database is away it retries the same batch with
+backoff and consumes nothing new.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import msgspec
+from sqlalchemy.exc import SQLAlchemyError
+
+from ledgerlet_bus.api import Bus, CommitRejected
+from ledgerlet_bus.retry import with_backoff
+from ledgerlet_core.contracts.envelope import Envelope, decode_envelope
+from ledgerlet_core.contracts.internal import compact_observation_json
+from ledgerlet_services.runtime.shell import next_offsets, poll
+from ledgerlet_services.runtime.telemetry import Telemetry
+from ledgerlet_services.runtime.topics import ALL_TOPICS
+from ledgerlet_store.store import StoreError
+
+log = logging.getLogger(__name__)
+
+NAME = "event-recorder"
+
+#: what a database restart looks like from here
+_STORE_AWAY = (SQLAlchemyError, StoreError, OSError, asyncio.TimeoutError)
+
+
+class EventSink(Protocol):
+    """Where the recorder puts what it consumes: the event store, or a list (replay)."""
+
+    async def append_batch(self, envelopes: Sequence[Envelope]) -> int: ...
+
+
+class CollectingSink:
+    """Keeps every event in memory, by id (a re-derivation that is compared, not stored)."""
+
+    def __init__(self) -> None:
+        self.events: dict[str, Envelope] = {}
+
+    async def append_batch(self, envelopes: Sequence[Envelope]) -> int:
+        before = len(self.events)
+        for env in envelopes:
+            self.events.setdefault(env.id, env)
+        return len(self.events) - before
+
+
+class RecorderRunner:
+    name = NAME
+
+    def __init__(
+        self,
+        bus: Bus,
+        store: EventSink,
+        *,
+        group: str = NAME,
+        max_records: int = 5000,
+        full_observations: bool = False,
+        telemetry: Telemetry | None = None,
+    ) -> None:
+        self.full_observations = full_observations
+        self.bus = bus
+        self.store = store
+        self.group = group
+        self.max_records = max_records
+        self.telemetry = telemetry or Telemetry.disabled()
+        self.appended = 0
+        self.received = 0
+        self._stop = asyncio.Event()
+        #: called on every turn of the loop (a liveness signal)
+        self.heartbeat: Callable[[], None] | None = None
+        self.ready = asyncio.Event()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def run(self) -> None:
+        consumer = self.bus.consumer(self.group, ALL_TOPICS, whole=True)
+        self.ready.set()
+        try:
+            while not self._stop.is_set():
+                if self.heartbeat is not None:
+                    self.heartbeat()
+                records = await poll(consumer, self.max_records, self.name)
+                if not records:
+                    continue
+                decoded = [(decode_envelope(r.value), r.headers) for r in records]
+                envelopes = [self._stored_form(env) for env, _ in decoded]
+                self.received += len(envelopes)
+                stored = await self._append(envelopes)
+                if stored is None:
+                    return  # stopping before the store took the batch: it is not committed
+                self.appended += stored
+                self.telemetry.stored(self.name, decoded)
+                try:
+                    await consumer.commit(next_offsets(records))
+                except CommitRejected as exc:
+                    log.warning("%s: commit rejected (%s)", self.name, exc)
+        finally:
+            await consumer.close()
+
+    async def _append(self, envelopes: list[Envelope]) -> int | None:
+        """Append, retrying while the database is away; None if told to stop meanwhile."""
+        appending = asyncio.create_task(
+            with_backoff(
+                f"{self.name}: storing {len(envelopes)} events",
+                lambda: self.store.append_batch(envelopes),
+                retry_on=_STORE_AWAY,
+            )
+        )
+        stopping = asyncio.create_task(self._stop.wait())
+        done, _ = await asyncio.wait([appending, stopping], return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if appending in done:
+            return appending.result()
+        appending.cancel()
+        return None
+
+    def _stored_form(self, env: Envelope) -> Envelope:
+        """Derived observations are stored without per-pod stats unless asked for in full."""
+        if self.full_observations or env.type != "NodeObserved":
+            return env
+        compact = compact_observation_json(env.data)
+        if compact is None:
+            return env
+        return msgspec.structs.replace(env, data=msgspec.Raw(compact))

@@ -1,0 +1,330 @@
+"""The loop every service runs: consume a batch, handle it, publish, then commit.
+
+Offsets are committed only after everything the batch produced is acknowledged, so a
+crash at any point loses nothing: the batch is delivered again, handlers skip event
+ids they have seen, and re-derived decisions carry the same ids as before (the store
+and downstream consumers drop them). Batching amortises produce and commit round trips
+over up to ``max_records`` events (the hot path is per batch, not per message).
+
+State is per run: each run id gets a fresh service instance, dropped when the run's
+``ScenarioEnded`` has been handled, so one long-lived process serves run after run.
+
+A restarted service rebuilds its state before it consumes anything new: it folds again
+every event its group has committed (the bus keeps them), in the runs' decision order
+``(t, order)``, with its output thrown away, since it was published the first time.
+Handlers never depend on the order in which a step's events arrive (ties are broken by
+event keys), so the rebuilt state is the state the service had.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from ledgerlet_bus.api import Bus, BusUnavailable, CommitRejected, Consumer, Producer, Record, TopicPartition
+from ledgerlet_bus.retry import with_backoff
+from ledgerlet_core.contracts.envelope import Envelope, decode_envelope, encode_envelope
+from ledgerlet_core.loop.dispatch import Loop
+from ledgerlet_core.loop.emitter import Emitter
+from ledgerlet_services.runtime.dedupe import RecentIds
+from ledgerlet_services.runtime.outgoing import Outgoing, routed
+from ledgerlet_services.runtime.telemetry import Telemetry
+
+log = logging.getLogger(__name__)
+
+#: runs whose end was handled, remembered so stray redeliveries do not start them again
+_ENDED_RUNS_KEPT = 10_000
+
+
+@dataclass
+class RunnerStats:
+    events_in: int = 0
+    events_out: int = 0
+    duplicates: int = 0
+    batches: int = 0
+    rebuilt: int = 0
+    by_type: dict[str, int] = field(default_factory=dict)
+
+
+class ServiceRunner:
+    def __init__(
+        self,
+        bus: Bus,
+        service: type[Loop],
+        *,
+        group: str | None = None,
+        max_records: int = 2000,
+        telemetry: Telemetry | None = None,
+    ) -> None:
+        self.bus = bus
+        self.kind = service
+        self.name = service.name
+        self.rank = service.rank
+        self.topics = service.topics
+        self.group = group or service.name
+        self.max_records = max_records
+        self.telemetry = telemetry or Telemetry.disabled()
+        self.stats = RunnerStats()
+        self.instances: dict[str, Loop] = {}
+        self._ended: OrderedDict[str, None] = OrderedDict()
+        self._seen = RecentIds()
+        #: per run, the last root step (an input or a tick) handled
+        self._last_root: dict[str, SortKey] = {}
+        #: events whose root step has not been handled yet
+        self._held: list[_Held] = []
+        #: the next offset to read, per partition (what may be committed, held events aside)
+        self._consumed: dict[TopicPartition, int] = {}
+        self._stop = asyncio.Event()
+        #: called on every turn of the loop (a liveness signal)
+        self.heartbeat: Callable[[], None] | None = None
+        #: set once the service has rebuilt its state and consumes new events
+        self.ready = asyncio.Event()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stop.is_set()
+
+    async def run(self) -> None:
+        consumer = self.bus.consumer(self.group, self.topics, whole=True)
+        producer = self.bus.producer()
+        try:
+            await self.rebuild()
+            self.ready.set()
+            while not self._stop.is_set():
+                if self.heartbeat is not None:
+                    self.heartbeat()
+                records = await poll(consumer, self.max_records, self.name)
+                if not records:
+                    continue
+                began = time.perf_counter()
+                outgoing: list[Outgoing] = []
+                streamed: set[int] = set()
+                for chunk in self._batch(records, outgoing):
+                    await self._stream(producer, chunk, streamed)
+                if not await self._publish(producer, outgoing, streamed):
+                    return  # stopping: the batch is not committed and will be handled again
+                self.telemetry.batch_done(self.name, outgoing, time.perf_counter() - began)
+                self.stats.events_out += len(outgoing)
+                await self._commit(consumer, self.commit_offsets(records))
+        finally:
+            await producer.close()
+            await consumer.close()
+
+    # -- state ---------------------------------------------------------------------
+    def instance(self, run: str) -> Loop | None:
+        """The service's state for ``run`` (a new one for a run not seen before)."""
+        svc = self.instances.get(run)
+        if svc is None:
+            if run in self._ended:
+                return None
+            svc = self.instances[run] = self.kind()
+        return svc
+
+    def _ended_run(self, run: str) -> None:
+        self.instances.pop(run, None)
+        self._ended[run] = None
+        if len(self._ended) > _ENDED_RUNS_KEPT:
+            self._ended.popitem(last=False)
+
+    async def rebuild(self) -> int:
+        """Fold again what the group has committed (see the module docstring)."""
+        history = await self.bus.history(self.group, self.topics)
+        if not history:
+            return 0
+        envelopes: dict[str, Envelope] = {}
+        for rec in history:
+            env = decode_envelope(rec.value)
+            envelopes.setdefault(env.id, env)
+        ended = {e.run for e in envelopes.values() if e.type == "ScenarioEnded"}
+        live = sorted((e for e in envelopes.values() if e.run not in ended), key=Envelope.sort_key)
+        for env in live:
+            self._seen.seen(env.id)
+            for _ in self._handle(env, None):  # the output was published the first time
+                pass
+        for run in sorted(ended):
+            self._ended_run(run)
+        self.stats.rebuilt = len(live)
+        log.info("%s: rebuilt state from %d events (%d runs ended)", self.name, len(live), len(ended))
+        return len(live)
+
+    def handle_records(self, records: list[Record]) -> list[Outgoing]:
+        """Handle a batch; what it emitted (see :meth:`_batch`)."""
+        outgoing: list[Outgoing] = []
+        for _ in self._batch(records, outgoing):
+            pass
+        return outgoing
+
+    def _batch(self, records: list[Record], outgoing: list[Outgoing]) -> Iterator[list[Outgoing]]:
+        """Handle a batch in causal order, holding back events whose root step has not
+        been handled yet (see :func:`root_of`). Everything emitted goes to ``outgoing``;
+        what a long handler emitted so far is also yielded as it goes, so it can be
+        sent while the handler works on (a pass over thousands of nodes)."""
+        self.stats.batches += 1
+        fresh: list[_Held] = []
+        for rec in records:
+            env = decode_envelope(rec.value)
+            if self._seen.seen(env.id) or env.run in self._ended:
+                self.stats.duplicates += 1
+                continue
+            fresh.append(_Held(env.sort_key(), env, rec))
+        self.telemetry.events_in(self.name, len(records))
+        if not fresh and not self._held:
+            return
+        pending = sorted([*self._held, *fresh], key=lambda h: h.key)
+        self._held = []
+        for item in pending:
+            env = item.env
+            root = root_of(env)
+            if root is not None:
+                done = self._last_root.get(env.run)
+                if done is None or root > done:
+                    self._held.append(item)
+                    continue
+            yield from self._handle(env, outgoing, item.record.headers)
+
+    def _handle(
+        self, env: Envelope, outgoing: list[Outgoing] | None, headers: Headers = ()
+    ) -> Iterator[list[Outgoing]]:
+        """Handle one event; its output goes to ``outgoing`` (None: thrown away). A
+        handler that yields (a long pass) has what it emitted so far yielded on."""
+        svc = self.instance(env.run)
+        if svc is None:
+            return
+        if root_of(env) is None:
+            self._last_root[env.run] = env.sort_key()
+        emitter = Emitter(env, self.rank)
+        if outgoing is not None:
+            self.stats.events_in += 1
+            self.stats.by_type[env.type] = self.stats.by_type.get(env.type, 0) + 1
+        tracing = outgoing is not None and self.telemetry.tracing
+        span = self.telemetry.handling(self.name, env, headers) if tracing else contextlib.nullcontext(())
+        done = 0
+        with span as out_headers:
+            steps = svc.handle(env, emitter)
+            for _ in steps or ():
+                if outgoing is not None and len(emitter.out) > done:
+                    chunk = [routed(e) for e in emitter.out[done:]]
+                    done = len(emitter.out)
+                    for o in chunk:
+                        o.headers = out_headers
+                    outgoing.extend(chunk)
+                    yield chunk
+        if outgoing is not None:
+            rest = [routed(e) for e in emitter.out[done:]]
+            for o in rest:
+                o.headers = out_headers
+            outgoing.extend(rest)
+        if env.type == "ScenarioEnded":
+            self._ended_run(env.run)
+            self._last_root.pop(env.run, None)
+
+    def commit_offsets(self, records: list[Record]) -> dict[TopicPartition, int]:
+        """Offsets to commit once ``records`` are handled: everything consumed so far,
+        but not past an event still held back, which must come again if the process
+        dies before handling it. (A partition whose held event was released later is
+        committed with the batch that released it, whatever that batch held.)"""
+        for tp, off in next_offsets(records).items():
+            if off > self._consumed.get(tp, 0):
+                self._consumed[tp] = off
+        offsets = dict(self._consumed)
+        for item in self._held:
+            tp = (item.record.topic, item.record.partition)
+            if item.record.offset < offsets[tp]:
+                offsets[tp] = item.record.offset
+        return offsets
+
+    # -- I/O -----------------------------------------------------------------------
+    async def _stream(self, producer: Producer, chunk: list[Outgoing], streamed: set[int]) -> None:
+        """Send part of a batch's output early (acknowledged with the rest, by the flush)."""
+        try:
+            for o in chunk:
+                await producer.send(o.topic, encode_envelope(o.envelope), key=o.key, headers=o.headers)
+                streamed.add(id(o))
+        except BusUnavailable:
+            pass  # _publish sends it again
+
+    async def _publish(self, producer: Producer, outgoing: list[Outgoing], streamed: set[int] | None = None) -> bool:
+        """Send (what was not streamed) and flush; while the bus is away, send everything
+        again and again. False if told to stop."""
+        if not outgoing and not streamed:
+            return True
+        first = [o for o in outgoing if id(o) not in (streamed or ())]
+        tries = 0
+
+        async def attempt() -> None:
+            nonlocal tries
+            tries += 1
+            for o in first if tries == 1 else outgoing:
+                await producer.send(o.topic, encode_envelope(o.envelope), key=o.key, headers=o.headers)
+            await producer.flush()
+
+        publishing = asyncio.create_task(
+            with_backoff(f"{self.name}: publishing {len(outgoing)} events", attempt, retry_on=(BusUnavailable,))
+        )
+        stopping = asyncio.create_task(self._stop.wait())
+        done, _ = await asyncio.wait([publishing, stopping], return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if publishing in done:
+            publishing.result()
+            return True
+        publishing.cancel()
+        return False
+
+    async def _commit(self, consumer: Consumer, offsets: dict[TopicPartition, int]) -> None:
+        try:
+            await consumer.commit(offsets)
+        except CommitRejected as exc:  # the records come again; their ids are known by then
+            log.warning("%s: commit rejected (%s)", self.name, exc)
+
+
+SortKey = tuple[int, tuple[int, ...]]
+Headers = tuple[tuple[str, bytes], ...]
+
+
+@dataclass(slots=True)
+class _Held:
+    key: SortKey
+    env: Envelope
+    record: Record
+
+
+def root_of(env: Envelope) -> SortKey | None:
+    """The step an event descends from: the input or clock tick at the start of its
+    causal chain (None for those themselves).
+
+    Every control loop reads every input and every tick, and the clock moves to the
+    next step only when all of them are idle, so steps are handled in order. An event
+    another service emitted while handling step S can still reach this service before
+    S itself does (they travel on different topics); handling it first would let it
+    change what this service decides at S. The shell holds it until S is handled,
+    so each service sees its events in the causal order a replay would use."""
+    if len(env.order) <= 2:
+        return None
+    return (env.t, (env.order[0], env.order[1]))
+
+
+async def poll(consumer: Consumer, max_records: int, who: str) -> list[Record]:
+    """One batch, or none: while the broker is away, say so and wait a little."""
+    try:
+        return await consumer.getmany(timeout=0.2, max_records=max_records)
+    except BusUnavailable as exc:
+        log.warning("%s: %s", who, exc)
+        await asyncio.sleep(0.5)
+        return []
+
+
+def next_offsets(records: list[Record]) -> dict[TopicPartition, int]:
+    offsets: dict[TopicPartition, int] = {}
+    for r in records:
+        tp = (r.topic, r.partition)
+        if r.offset + 1 > offsets.get(tp, 0):
+            offsets[tp] = r.offset + 1
+    return offsets

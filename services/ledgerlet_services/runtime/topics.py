@@ -1,0 +1,24 @@
+"""How the contracts' topics are created on a broker (documented in contracts/topics.md)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from ledgerlet_bus.api import TopicSpec
+from ledgerlet_core.contracts.topics import ALL_TOPICS, CLOCK, DECISIONS, INPUTS, OBSERVATIONS, TIMERS
+
+__all__ = ["ALL_TOPICS", "CLOCK", "DECISIONS", "INPUTS", "KEEP", "OBSERVATIONS", "TIMERS", "topic_specs"]
+
+#: Loops rebuild their state from what they have committed, so a run's records must
+#: stay on the topics for as long as the run lasts: nothing is deleted by age.
+KEEP: Final = (("retention.ms", "-1"),)
+
+
+def topic_specs(partitions: int = 6) -> list[TopicSpec]:
+    return [
+        TopicSpec(INPUTS, 1, KEEP),
+        TopicSpec(CLOCK, 1, KEEP),
+        TopicSpec(TIMERS, 1, KEEP),
+        TopicSpec(OBSERVATIONS, partitions, KEEP),
+        TopicSpec(DECISIONS, partitions, KEEP),
+    ]
