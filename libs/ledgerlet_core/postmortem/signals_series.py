@@ -20,9 +20,9 @@ from ledgerlet_core.kubelet.eviction.manager import node_thresholds
 from ledgerlet_core.kubelet.eviction.observations import make_signal_observations, threshold_quantity
 from ledgerlet_core.kubelet.eviction.signals import SIGNAL_TO_RESOURCE, Signal
 from ledgerlet_core.kubelet.eviction.thresholds import Threshold
+from ledgerlet_core.model.annotations import FILESYSTEMS_ANNOTATION
 from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.node_sim.stats import effective_layout
-from ledgerlet_core.scenario.load import FILESYSTEMS_ANNOTATION
 
 _OBSERVED = msgspec.json.Decoder(NodeObserved)
 

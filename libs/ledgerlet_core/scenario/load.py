@@ -27,6 +27,7 @@ from ledgerlet_core.kubelet.config import (
     config_for_node,
     resolve_kubelet_config,
 )
+from ledgerlet_core.model.annotations import FILESYSTEMS_ANNOTATION
 from ledgerlet_core.model.codec import convert, object_builtins, to_builtins
 from ledgerlet_core.model.duration import DurationError, parse_duration, seconds
 from ledgerlet_core.model.errors import InputError
@@ -39,8 +40,6 @@ from ledgerlet_core.scheduling.config import SchedulerConfig
 
 API_VERSION: Final = "ledgerlet/v1"
 KIND: Final = "Scenario"
-FILESYSTEMS_ANNOTATION: Final = "ledgerlet/filesystems"
-EXIT_AFTER_ANNOTATION: Final = "ledgerlet/exit-after"
 UID_NAMESPACE: Final = uuid.UUID("5b0c1c8e-8a57-5b8e-9d3b-6c6564676c74")
 
 _SPEC_FIELDS: Final = frozenset(
@@ -423,13 +422,3 @@ def _resolve_initial_pods(objects: list[AnyObject], controller: ControllerConfig
                 raise InputError(exc.message, obj=f"objects[{i}] Pod {obj.key}", field=exc.field) from None
         out.append(obj)
     return out
-
-
-def exit_after_seconds(pod: Pod) -> float:
-    """``ledgerlet/exit-after``: how long the pod takes to exit on SIGTERM (default 0)."""
-    raw = pod.metadata.annotations.get(EXIT_AFTER_ANNOTATION, "0")
-    try:
-        value = float(raw)
-    except ValueError:
-        return 0.0
-    return max(value, 0.0)

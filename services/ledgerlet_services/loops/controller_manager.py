@@ -41,10 +41,10 @@ from ledgerlet_core.controllers.workloads import (
 from ledgerlet_core.loop.dispatch import Loop
 from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_core.loop.timers import Timers
+from ledgerlet_core.model.annotations import WORKLOAD_ANNOTATION
 from ledgerlet_core.model.codec import convert, object_builtins
 from ledgerlet_core.model.duration import SECOND
 from ledgerlet_core.model.k8s.objects import Node, Pod, PriorityClass, Workload
-from ledgerlet_services.loops.stats_collector import WORKLOAD_ANNOTATION
 
 #: how long a controller waits before replacing a pod its kubelet refused (see _on_PodRejected)
 REJECTED_REPLACEMENT_DELAY = SECOND

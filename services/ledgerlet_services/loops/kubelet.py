@@ -46,12 +46,12 @@ from ledgerlet_core.kubelet.node import KubeletNode
 from ledgerlet_core.loop.dispatch import Loop
 from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_core.loop.timers import Timers, next_multiple
+from ledgerlet_core.model.annotations import FILESYSTEMS_ANNOTATION, exit_after_seconds
 from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.duration import SECOND, seconds
 from ledgerlet_core.model.k8s.objects import Node, Pod
 from ledgerlet_core.model.usage import parse_node_usage
 from ledgerlet_core.node_sim.stats import effective_layout
-from ledgerlet_core.scenario.load import FILESYSTEMS_ANNOTATION, exit_after_seconds
 
 
 @dataclass(order=True, slots=True)

@@ -37,6 +37,7 @@ from ledgerlet_core.kubelet.eviction.signals import Signal
 from ledgerlet_core.loop.dispatch import Loop
 from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_core.loop.timers import Timers, next_multiple
+from ledgerlet_core.model.annotations import FILESYSTEMS_ANNOTATION, WORKLOAD_ANNOTATION
 from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.duration import SECOND
 from ledgerlet_core.model.k8s.objects import Node, Pod
@@ -58,7 +59,6 @@ from ledgerlet_core.node_sim.stats import (
     pod_images,
     pod_writable_bytes,
 )
-from ledgerlet_core.scenario.load import FILESYSTEMS_ANNOTATION
 
 
 @dataclass(slots=True)
@@ -82,8 +82,6 @@ class _Node:
     images_running: dict[str, int] = field(default_factory=dict)  # image -> running containers using it
     off: bool = False  # powered off or shut down: nothing observes it
 
-
-WORKLOAD_ANNOTATION = "ledgerlet/workload"
 
 #: PodTerminated reasons after which the kubelet deletes the pod's containers at once
 REMOVED_ON_EXIT = frozenset({"Evicted", "Deleted", "ForceDeleted", "Preempted", "TaintEviction"})
