@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, ROOT
 from tests.services.run_helpers import run_file
 
 
@@ -70,3 +70,17 @@ async def test_non_preempting_job_example(tmp_path: Path) -> None:
     assert report["priority"] == 100 and report["qosClass"] == "Burstable" and report["overhead"] == {}
     typo = next(r for r in records if r["pod"] == "default/typo")
     assert typo["type"] == "PodRejected" and "no PriorityClass with name high-prio was found" in typo["data"]["message"]
+
+
+async def test_a_controller_created_pod_is_admitted_by_the_api_server_alone(tmp_path: Path) -> None:
+    """Regression: the controller manager kept its own PriorityClasses, the refused ones
+    included, and named the refused second global default on the pods it created; the
+    API server then refused every replica. Upstream admits it with the one default that
+    exists (``plugin/pkg/admission/priority/admission.go: getDefaultPriorityClass``)."""
+    path = ROOT / "tests/golden/scenarios/refused-priority-classes-then-a-replicaset.yaml"
+    records, _ = await run_file(path, f"sqlite:///{tmp_path / 'r.db'}")
+    late = [r for r in records if r.get("pod", "").startswith("default/late-")]
+    assert [r["type"] for r in late] == ["PodAdmitted", "PodUnschedulable", "PodUnschedulable"]  # waits for room
+    assert late[0]["data"]["priorityClassName"] == "default-low" and late[0]["data"]["priority"] == 100
+    rejected = [r["data"]["message"] for r in records if r["type"] == "ObjectRejected"]
+    assert any("another-default" in m for m in rejected)  # the class itself is still refused
