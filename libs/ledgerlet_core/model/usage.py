@@ -250,3 +250,10 @@ def parse_pod_usage(raw: Any, where: str) -> PodUsage:
         pids=series("pids"),
         containers=containers,
     )
+
+
+def effective_layout(annotation: str | None, has_image_fs: bool) -> str:
+    """Annotation ``ledgerlet/filesystems``; an ``imageFs`` in usage implies a dedicated one."""
+    if annotation:
+        return annotation
+    return LAYOUT_DEDICATED_IMAGEFS if has_image_fs else LAYOUT_SINGLE

@@ -312,13 +312,6 @@ def derive_summary(
     )
 
 
-def effective_layout(annotation: str | None, has_image_fs: bool) -> str:
-    """Annotation ``ledgerlet/filesystems``; an ``imageFs`` in usage implies a dedicated one."""
-    if annotation:
-        return annotation
-    return LAYOUT_DEDICATED_IMAGEFS if has_image_fs else LAYOUT_SINGLE
-
-
 __all__ = [
     "LAYOUT_DEDICATED_IMAGEFS",
     "LAYOUT_SINGLE",
@@ -326,7 +319,6 @@ __all__ = [
     "NodeCapacity",
     "PodPlan",
     "derive_summary",
-    "effective_layout",
     "images_in_use",
     "node_capacity",
     "plan_pod",

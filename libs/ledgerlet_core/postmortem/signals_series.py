@@ -22,7 +22,7 @@ from ledgerlet_core.kubelet.eviction.signals import SIGNAL_TO_RESOURCE, Signal
 from ledgerlet_core.kubelet.eviction.thresholds import Threshold
 from ledgerlet_core.model.annotations import FILESYSTEMS_ANNOTATION
 from ledgerlet_core.model.errors import InputError
-from ledgerlet_core.node_sim.stats import effective_layout
+from ledgerlet_core.model.usage import effective_layout
 
 _OBSERVED = msgspec.json.Decoder(NodeObserved)
 

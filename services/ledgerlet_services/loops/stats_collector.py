@@ -46,13 +46,12 @@ from ledgerlet_core.model.quantity import Quantity
 from ledgerlet_core.model.runtime import RuntimeImage, RuntimeView
 from ledgerlet_core.model.summary import Summary
 from ledgerlet_core.model.timefmt import EPOCH, format_rfc3339, parse_rfc3339
-from ledgerlet_core.model.usage import ZERO, NodeUsage, PodUsage, parse_node_usage, parse_pod_usage
+from ledgerlet_core.model.usage import ZERO, NodeUsage, PodUsage, effective_layout, parse_node_usage, parse_pod_usage
 from ledgerlet_core.node_sim.oom import ContainerRun, NodeMemory
 from ledgerlet_core.node_sim.stats import (
     NodeCapacity,
     PodPlan,
     derive_summary,
-    effective_layout,
     images_in_use,
     node_capacity,
     plan_pod,
