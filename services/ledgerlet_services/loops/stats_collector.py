@@ -1,89 +1,18 @@
-"""Stats collector: one observation per node per housekeeping pass.
-
-Closed-loop nodes (with a ``usage`` entry) are observed every ``housekeepingInterval``
-from time 0, derived from usage and what runs there; a ``stats`` event replaces the
-derived observation at its instant. Open-loop nodes are observed only by their
-``stats`` events. Reclaim and pod exits change what later observations show: deleted
-images and collected containers are gone, an exited pod's writable layer and logs stay
-on disk as a dead container until container GC removes them.
-"""
+"""Stats collector loop: one observation per node per housekeeping pass, and the node's
+kernel (OOM kills); the deciding is :mod:`ledgerlet_core.node_sim.machines`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from datetime import datetime
-from typing import Any
 
-import msgspec
-
-from ledgerlet_core.apiserver.admission import apply_admitted
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.envelope import Envelope
-from ledgerlet_core.contracts.internal import (
-    PHASE_HOUSEKEEPING,
-    PHASE_TIMERS,
-    ClockTick,
-    NodeObserved,
-    ObjectCreated,
-    PodStarted,
-)
-from ledgerlet_core.contracts.registry import decode_data
+from ledgerlet_core.contracts.internal import ClockTick, PodStarted
 from ledgerlet_core.contracts.topics import CLOCK, DECISIONS, INPUTS
-from ledgerlet_core.kubelet.config import KubeletConfig, config_for_node
-from ledgerlet_core.kubelet.eviction.reclaim import ReclaimAction
-from ledgerlet_core.kubelet.eviction.signals import Signal
-from ledgerlet_core.loop.dispatch import Loop
+from ledgerlet_core.loop.dispatch import Loop, on
 from ledgerlet_core.loop.emitter import Emitter
-from ledgerlet_core.loop.timers import Timers, next_multiple
-from ledgerlet_core.model.annotations import FILESYSTEMS_ANNOTATION, WORKLOAD_ANNOTATION
-from ledgerlet_core.model.codec import convert
-from ledgerlet_core.model.duration import SECOND
-from ledgerlet_core.model.k8s.objects import Node, Pod
-from ledgerlet_core.model.k8s.qos import container_oom_score_adj
-from ledgerlet_core.model.quantity import Quantity
-from ledgerlet_core.model.runtime import RuntimeImage, RuntimeView
-from ledgerlet_core.model.summary import Summary
-from ledgerlet_core.model.timefmt import EPOCH, format_rfc3339, parse_rfc3339
-from ledgerlet_core.model.usage import ZERO, NodeUsage, PodUsage, effective_layout, parse_node_usage, parse_pod_usage
-from ledgerlet_core.node_sim.oom import ContainerRun, NodeMemory
-from ledgerlet_core.node_sim.stats import (
-    NodeCapacity,
-    PodPlan,
-    derive_summary,
-    images_in_use,
-    node_capacity,
-    plan_pod,
-    pod_images,
-    pod_writable_bytes,
-)
-
-
-@dataclass(slots=True)
-class _Node:
-    node: Node
-    config: KubeletConfig
-    usage: NodeUsage | None = None
-    capacity: NodeCapacity | None = None
-    layout: str = "single"
-    images: list[RuntimeImage] = field(default_factory=list)
-    dead_containers: int = 0
-    dead_container_bytes: int = 0  # writable layers of exited containers
-    dead_container_log_bytes: int = 0  # their logs (on nodefs)
-    next_pass: int | None = None
-    pending_stats: list[tuple[Envelope, inp.StatsReported]] = field(default_factory=list)
-    memory: NodeMemory | None = None  # the kernel's view (closed loop)
-    oom_checks: set[int] = field(default_factory=set)
-    memcg_passes: set[int] = field(default_factory=set)
-    pods: dict[str, Pod] = field(default_factory=dict)  # running, in admission order
-    plans: dict[str, PodPlan] = field(default_factory=dict)  # what feeds each running pod's stats
-    images_running: dict[str, int] = field(default_factory=dict)  # image -> running containers using it
-    off: bool = False  # powered off or shut down: nothing observes it
-
-
-#: PodTerminated reasons after which the kubelet deletes the pod's containers at once
-REMOVED_ON_EXIT = frozenset({"Evicted", "Deleted", "ForceDeleted", "Preempted", "TaintEviction"})
+from ledgerlet_core.node_sim.machines import Machines
 
 
 class Collector(Loop):
@@ -92,388 +21,63 @@ class Collector(Loop):
 
     def __init__(self) -> None:
         super().__init__()
-        self.start: datetime = EPOCH
-        self.base_config: dict[str, Any] = {}
-        self.nodes: dict[str, _Node] = {}
-        self.pod_node: dict[str, str] = {}
-        self.known_pods: dict[str, Pod] = {}
-        self.pod_usage: dict[str, PodUsage] = {}
-        self.timers = Timers(self.name)
+        self.machines = Machines(self.name, self.cluster)
 
-    # -- dispatch ----------------------------------------------------------------
-    def handle(self, env: Envelope, out: Emitter) -> Iterator[None] | None:
-        handler = getattr(self, f"_on_{env.type}", None)
-        if handler is not None:
-            return handler(env, decode_data(env), out)  # type: ignore[no-any-return]
-        return None
-
-    # -- inputs ------------------------------------------------------------------
-    def _on_ScenarioStarted(self, env: Envelope, data: inp.ScenarioStarted, out: Emitter) -> None:
-        self.start = parse_rfc3339(data.start)
-        self.base_config = data.kubelet_config
-
-    def _on_ObjectApplied(self, env: Envelope, data: inp.ObjectApplied, out: Emitter) -> None:
+    @on(inp.ObjectApplied)
+    def _applied(self, env: Envelope, data: inp.ObjectApplied, out: Emitter) -> None:
         kind = data.object.get("kind")
         if kind == "Node":
-            node = convert(data.object, Node)
-            name = node.metadata.name
-            config = config_for_node(self.base_config, node.metadata.annotations)
-            existing = self.nodes.get(name)
-            if existing is None:
-                self.nodes[name] = _Node(node=node, config=config)
-            else:
-                existing.node, existing.config = node, config
-            self._refresh_layout(self.nodes[name])
-        elif kind == "Pod":
-            pod = convert(data.object, Pod)
-            self.known_pods[pod.key] = pod
-            if data.initial and pod.status.phase not in ("Succeeded", "Failed"):
-                self._place(pod)
+            entry = self.cluster.nodes[data.object["metadata"]["name"]]
+            self.machines.node_applied(entry.node, entry.config)
+        elif kind == "Pod" and data.initial:
+            pod = self.cluster.pods.get(env.pod or "")
+            if pod is not None:
+                self.machines.running(pod)
 
-    def _on_ObjectCreated(self, env: Envelope, data: ObjectCreated, out: Emitter) -> None:
-        if data.object.get("kind") == "Pod":
-            pod = convert(data.object, Pod)
-            self.known_pods[pod.key] = pod
+    @on(PodStarted)
+    def _started(self, env: Envelope, data: PodStarted, out: Emitter) -> None:
+        self.machines.pod_started(env, data, out)
 
-    def _on_PodAdmitted(self, env: Envelope, data: dec.PodAdmitted, out: Emitter) -> None:
-        pod = self.known_pods.get(env.pod or "")
-        if pod is not None:
-            self.known_pods[pod.key] = apply_admitted(pod, data)
+    @on(inp.UsageDeclared)
+    def _usage(self, env: Envelope, data: inp.UsageDeclared, out: Emitter) -> None:
+        self.machines.usage_declared(env, data, out)
 
-    def _on_PodStarted(self, env: Envelope, data: PodStarted, out: Emitter) -> None:
-        # Only the kubelet knows whether a pod that arrived later runs: wait for it to say so.
-        pod = self.known_pods.get(data.pod)
-        if pod is not None and pod.metadata.uid == data.uid:
-            if pod.spec.node_name != data.node:  # placed by the scheduler
-                pod = msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name=data.node))
-            self._place(pod)
-            node = self.nodes.get(data.node)
-            if node is not None and node.memory is not None:
-                # look again for OOMs once this instant's pods are all in (one tick, not one per pod)
-                node.oom_checks.add(env.t)
-                self.timers.want(env.t, PHASE_TIMERS, out)
+    @on(inp.StatsReported)
+    def _stats(self, env: Envelope, data: inp.StatsReported, out: Emitter) -> None:
+        self.machines.stats_reported(env, data, out)
 
-    def _place(self, pod: Pod) -> None:
-        node = self.nodes.get(pod.spec.node_name) if pod.spec.node_name else None
-        if node is None:
-            return
-        node.pods[pod.key] = pod
-        node.plans[pod.key] = plan_pod(pod, self._usage_for(pod))
-        self._track(node, pod.key)
-        for image in pod_images(pod):
-            node.images_running[image] = node.images_running.get(image, 0) + 1
-        self.pod_node[pod.key] = node.node.metadata.name
+    @on(dec.PodTerminated)
+    def _terminated(self, env: Envelope, data: dec.PodTerminated, out: Emitter) -> None:
+        self.machines.pod_terminated(env, data, out)
 
-    def _on_UsageDeclared(self, env: Envelope, data: inp.UsageDeclared, out: Emitter) -> None:
-        key = data.key
-        if key.startswith("node/"):
-            node = self.nodes.get(key[len("node/") :])
-            if node is None:
-                return
-            node.usage = parse_node_usage(data.usage, f"usage.{key}")
-            node.capacity = node_capacity(node.node, node.usage)
-            node.images = [
-                RuntimeImage(name=i.name, size=i.size, in_use=i.in_use, pinned=i.pinned, first_detected=env.t)
-                for i in node.usage.images
-            ]
-            node.dead_containers = node.usage.dead_containers_count
-            node.dead_container_bytes = node.usage.dead_containers_bytes
-            node.memory = NodeMemory(
-                node.capacity.memory, node.usage.system.get("memory", ZERO), self._pods_memory_limit(node)
-            )
-            for pod_key in node.pods:
-                self._track(node, pod_key)
-            self._refresh_layout(node)
-            node.next_pass = next_multiple(env.t, node.config.housekeeping_interval)
-            self.timers.want(node.next_pass, PHASE_HOUSEKEEPING, out)
-        else:
-            self.pod_usage[key] = parse_pod_usage(data.usage, f"usage.{key}")
-            self._replan(key)
+    @on(dec.PodForceDeleted)
+    def _force_deleted(self, env: Envelope, data: dec.PodForceDeleted, out: Emitter) -> None:
+        self.machines.pod_force_deleted(env, data, out)
 
-    def _replan(self, usage_key: str) -> None:
-        """Re-plan the running pods a new usage entry applies to (and only those)."""
-        if usage_key.count("/") == 1:
-            node_name = self.pod_node.get(usage_key)
-            targets = [(node_name, usage_key)] if node_name else []
-        else:
-            ns, kind, name = usage_key.split("/")
-            targets = [
-                (n, k)
-                for n, node in self.nodes.items()
-                for k, p in node.pods.items()
-                if p.metadata.namespace == ns
-                and any(r.kind == kind and r.name == name for r in p.metadata.owner_references)
-            ]
-        for node_name, pod_key in targets:
-            node = self.nodes[node_name]
-            node.plans[pod_key] = plan_pod(node.pods[pod_key], self._usage_for(node.pods[pod_key]))
-            self._track(node, pod_key)
+    @on(inp.NodePoweredOff)
+    def _powered_off(self, env: Envelope, data: inp.NodePoweredOff, out: Emitter) -> None:
+        self.machines.node_powered_off(env, data, out)
 
-    def _on_StatsReported(self, env: Envelope, data: inp.StatsReported, out: Emitter) -> None:
-        node = self.nodes.get(data.node)
-        if node is None:
-            return
-        node.pending_stats.append((env, data))
-        self.timers.want(env.t, PHASE_HOUSEKEEPING, out)
+    @on(dec.NodeShutdownCompleted)
+    def _shut_down(self, env: Envelope, data: dec.NodeShutdownCompleted, out: Emitter) -> None:
+        self.machines.node_shut_down(env, data, out)
 
-    # -- decisions ----------------------------------------------------------------
-    def _on_PodTerminated(self, env: Envelope, data: dec.PodTerminated, out: Emitter) -> None:
-        if env.pod is None:
-            return
-        node_name = self.pod_node.get(env.pod)
-        node = self.nodes.get(node_name) if node_name else None
-        pod = node.pods.get(env.pod) if node else None
-        if node is None or pod is None:
-            return
-        plan = node.plans.get(env.pod)
-        if plan is not None and node.usage is not None and data.reason not in REMOVED_ON_EXIT:
-            # Exited containers stay on disk (writable layer, logs) until container GC...
-            rootfs, logs = pod_writable_bytes(plan, env.t)
-            node.dead_container_bytes += rootfs
-            node.dead_container_log_bytes += logs
-            node.dead_containers += len(pod.spec.containers)
-        # ... except those of evicted and deleted pods, which the kubelet removes as soon as
-        # they exit (pod_container_deletor: cleanUpContainersInPod, ShouldPodContentBeRemoved).
-        self._stop(env.pod)
-        released = pod_images(pod)
-        for i, img in enumerate(node.images):
-            if img.name in released and not node.images_running.get(img.name):
-                node.images[i] = msgspec.structs.replace(img, last_used=env.t)
+    @on(inp.NodePoweredOn)
+    def _powered_on(self, env: Envelope, data: inp.NodePoweredOn, out: Emitter) -> None:
+        self.machines.node_powered_on(env, data, out)
 
-    def _on_PodForceDeleted(self, env: Envelope, data: dec.PodForceDeleted, out: Emitter) -> None:
-        self._stop(env.pod)
+    @on(dec.NodeReclaimed)
+    def _reclaimed(self, env: Envelope, data: dec.NodeReclaimed, out: Emitter) -> None:
+        self.machines.node_reclaimed(env, data, out)
 
-    # -- power ----------------------------------------------------------------------
-    def _power(self, name: str, off: bool, env: Envelope, out: Emitter) -> None:
-        node = self.nodes.get(name)
-        if node is None or node.off == off:
-            return
-        node.off = off
-        if off:
-            node.next_pass = None
-        elif node.usage is not None:
-            node.next_pass = next_multiple(env.t, node.config.housekeeping_interval)
-            self.timers.want(node.next_pass, PHASE_HOUSEKEEPING, out)
+    @on(dec.ImageGarbageCollected)
+    def _images_collected(self, env: Envelope, data: dec.ImageGarbageCollected, out: Emitter) -> None:
+        self.machines.images_collected(env, data, out)
 
-    def _on_NodePoweredOff(self, env: Envelope, data: inp.NodePoweredOff, out: Emitter) -> None:
-        self._power(data.node, True, env, out)
+    @on(ClockTick)
+    def _tick(self, env: Envelope, data: ClockTick, out: Emitter) -> Iterator[None]:
+        """A long pass over every node: the shell sends each observation as it comes."""
+        return self.machines.tick(env, data, out)
 
-    def _on_NodeShutdownCompleted(self, env: Envelope, data: dec.NodeShutdownCompleted, out: Emitter) -> None:
-        self._power(env.node or "", True, env, out)
 
-    def _on_NodePoweredOn(self, env: Envelope, data: inp.NodePoweredOn, out: Emitter) -> None:
-        self._power(data.node, False, env, out)
-
-    def _on_NodeReclaimed(self, env: Envelope, data: dec.NodeReclaimed, out: Emitter) -> None:
-        node = self.nodes.get(env.node or "")
-        if node is None:
-            return
-        if data.action == ReclaimAction.GARBAGE_COLLECT_CONTAINERS:
-            node.dead_containers = 0
-            node.dead_container_bytes = 0
-            node.dead_container_log_bytes = 0
-        elif data.images:
-            gone = set(data.images)
-            node.images = [i for i in node.images if i.name not in gone]
-
-    def _on_ImageGarbageCollected(self, env: Envelope, data: dec.ImageGarbageCollected, out: Emitter) -> None:
-        node = self.nodes.get(env.node or "")
-        if node is not None and data.images:
-            gone = set(data.images)
-            node.images = [i for i in node.images if i.name not in gone]
-
-    def _stop(self, pod_key: str | None) -> None:
-        if pod_key is None:
-            return
-        node_name = self.pod_node.pop(pod_key, None)
-        node = self.nodes.get(node_name) if node_name else None
-        if node is None:
-            return
-        pod = node.pods.pop(pod_key, None)
-        node.plans.pop(pod_key, None)
-        if node.memory is not None:
-            node.memory.remove_pod(pod_key)
-        for image in pod_images(pod) if pod is not None else ():
-            node.images_running[image] -= 1
-            if not node.images_running[image]:
-                del node.images_running[image]
-
-    # -- the clock ----------------------------------------------------------------
-    def _on_ClockTick(self, env: Envelope, data: ClockTick, out: Emitter) -> Iterator[None]:
-        """A generator: it yields after each node it observed, so the shell sends the
-        observations as they come (a pass over 5,000 nodes takes seconds)."""
-        self.timers.fired(env.t, data.phase)
-        if data.phase == PHASE_TIMERS:
-            for name, node in self.nodes.items():
-                if env.t in node.oom_checks and not node.off:
-                    node.oom_checks.discard(env.t)
-                    self._kernel(name, node, env, out)
-            return
-        if data.phase != PHASE_HOUSEKEEPING:
-            return
-        for name, node in self.nodes.items():
-            if node.off:
-                node.pending_stats = [s for s in node.pending_stats if s[0].t > env.t]
-                continue
-            stats = [s for s in node.pending_stats if s[0].t <= env.t]
-            node.pending_stats = [s for s in node.pending_stats if s[0].t > env.t]
-            memcg = env.t in node.memcg_passes
-            node.memcg_passes.discard(env.t)
-            if stats:
-                # A recorded Summary replaces the derived observation at its instant.
-                for stats_env, report in stats:
-                    self._observe_stats(name, node, stats_env, report, out)
-                if node.next_pass == env.t:
-                    self._advance(node, env.t, out)
-            elif node.next_pass is not None and node.next_pass <= env.t:
-                self._observe_usage(name, node, env, out)
-                self._advance(node, env.t, out)
-            elif memcg and node.usage is not None:
-                # kernelMemcgNotification: the kubelet hears of the crossing when it happens
-                self._observe_usage(name, node, env, out)
-            else:
-                continue
-            self._schedule_kernel(node, env.t, out)
-            yield
-
-    def _advance(self, node: _Node, now: int, out: Emitter) -> None:
-        node.next_pass = now + node.config.housekeeping_interval
-        self.timers.want(node.next_pass, PHASE_HOUSEKEEPING, out)
-
-    # -- the kernel: OOM kills, restarts, memcg notifications ----------------------------
-    def _track(self, node: _Node, pod_key: str) -> None:
-        """(Re)build the kernel's view of a running pod's containers, keeping restart state."""
-        if node.memory is None or node.capacity is None:
-            return
-        pod, plan = node.pods[pod_key], node.plans[pod_key]
-        by_name = {c.name: c for c in pod.spec.containers}
-        for name, memory, _, _ in plan.containers:
-            old = node.memory.runs.get((pod_key, name))
-            run = ContainerRun(
-                pod=pod_key,
-                container=name,
-                memory=memory,
-                limit=plan.memory_limits.get(name),
-                oom_score_adj=container_oom_score_adj(pod, by_name[name], node.capacity.memory)
-                if name in by_name
-                else 1000,
-                restart_policy=pod.spec.restart_policy,
-            )
-            if old is not None:
-                run.restarts, run.down_until, run.dead = old.restarts, old.down_until, old.dead
-            node.memory.add(run)
-
-    def _schedule_kernel(self, node: _Node, now: int, out: Emitter, *, acted: bool = False) -> None:
-        """Find, until the next pass, the first OOM (or restart) and the first memcg crossing."""
-        if node.memory is None or node.next_pass is None or node.capacity is None:
-            return
-        until = node.next_pass
-        at = node.memory.next_oom(now, until, inclusive=not acted)
-        if at is not None and at not in node.oom_checks:
-            node.oom_checks.add(at)
-            self.timers.want(at, PHASE_TIMERS, out)
-        if not node.config.spec.kernel_memcg_notification:
-            return
-        capacity = Quantity.bytes(node.capacity.memory)
-        pods_limit = self._pods_memory_limit(node)
-        for t in node.config.thresholds:
-            if t.signal == Signal.MEMORY_AVAILABLE:
-                level = node.capacity.memory - t.value.resolve(capacity).value()
-                hit = node.memory.next_crossing(level, now, until)
-            elif t.signal == Signal.ALLOCATABLE_MEMORY_AVAILABLE and pods_limit is not None:
-                level = pods_limit - t.value.resolve(Quantity.bytes(pods_limit)).value()
-                hit = node.memory.next_crossing(level, now, until, pods_only=True)
-            else:
-                continue
-            if hit is not None and hit < until and hit not in node.memcg_passes:
-                node.memcg_passes.add(hit)
-                self.timers.want(hit, PHASE_HOUSEKEEPING, out)
-
-    def _kernel(self, name: str, node: _Node, env: Envelope, out: Emitter) -> None:
-        assert node.memory is not None
-        for kill in node.memory.act(env.t):
-            out.emit(
-                dec.OOMKilled(
-                    container=kill.container,
-                    oom_score_adj=kill.oom_score_adj,
-                    scope=kill.scope,
-                    usage=kill.usage,
-                    limit=kill.limit,
-                    oom_score=kill.oom_score,
-                    restart_count=kill.restarts,
-                    restart_at=kill.restart_at / SECOND if kill.restart_at is not None else None,
-                    pod_failed=kill.pod_failed,
-                ),
-                node=name,
-                pod=kill.pod,
-            )
-        self._schedule_kernel(node, env.t, out, acted=True)
-
-    def _observe_stats(self, name: str, node: _Node, env: Envelope, report: inp.StatsReported, out: Emitter) -> None:
-        summary = convert(report.summary, Summary)
-        after = convert(report.after_reclaim, Summary) if report.after_reclaim is not None else None
-        runtime = self._runtime_view(node) if node.usage is not None else None
-        out.emit(
-            NodeObserved(node=name, summary=summary, source="stats", after_reclaim=after, runtime=runtime),
-            node=name,
-            causes=[env.id],
-        )
-
-    def _observe_usage(self, name: str, node: _Node, tick: Envelope, out: Emitter) -> None:
-        assert node.usage is not None and node.capacity is not None
-        summary = derive_summary(
-            name,
-            tick.t,
-            format_rfc3339(self.start, tick.t),
-            node.usage,
-            node.capacity,
-            node.layout,
-            node.images,
-            node.dead_container_bytes,
-            list(node.plans.values()),
-            self._pods_memory_limit(node),
-            node.memory.stopped(tick.t) if node.memory is not None else None,
-            node.dead_container_log_bytes,
-        )
-        out.emit(
-            NodeObserved(node=name, summary=summary, source="usage", runtime=self._runtime_view(node)),
-            node=name,
-            causes=[tick.id],
-        )
-
-    def _runtime_view(self, node: _Node) -> RuntimeView:
-        in_use = images_in_use(node.images, set(node.images_running))
-        images = [msgspec.structs.replace(i, in_use=i.name in in_use) for i in node.images]
-        return RuntimeView(
-            layout=node.layout,
-            images=images,
-            dead_containers=node.dead_containers,
-            dead_container_bytes=node.dead_container_bytes,
-            dead_container_log_bytes=node.dead_container_log_bytes,
-        )
-
-    def _pods_memory_limit(self, node: _Node) -> int | None:
-        """The kubepods cgroup limit when allocatable is enforced on pods."""
-        assert node.capacity is not None
-        spec = node.config.spec
-        if "pods" not in spec.enforce_node_allocatable:
-            return None
-        reserved = sum(r["memory"].value() for r in (spec.system_reserved, spec.kube_reserved) if "memory" in r)
-        return node.capacity.memory - reserved
-
-    def _usage_for(self, pod: Pod) -> PodUsage | None:
-        direct = self.pod_usage.get(pod.key)
-        if direct is not None:
-            return direct
-        for ref in pod.metadata.owner_references:
-            found = self.pod_usage.get(f"{pod.metadata.namespace}/{ref.kind}/{ref.name}")
-            if found is not None:
-                return found
-        workload = pod.metadata.annotations.get(WORKLOAD_ANNOTATION)  # a Deployment, for its ReplicaSet's pods
-        return self.pod_usage.get(f"{pod.metadata.namespace}/{workload}") if workload else None
-
-    def _refresh_layout(self, node: _Node) -> None:
-        node.layout = effective_layout(
-            node.node.metadata.annotations.get(FILESYSTEMS_ANNOTATION),
-            node.usage is not None and node.usage.image_fs is not None,
-        )
+__all__ = ["Collector"]
