@@ -11,9 +11,9 @@ from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import ClockTick
 from ledgerlet_core.contracts.registry import make_envelope
-from ledgerlet_core.loop.dispatch import Loop
 from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_core.model.duration import SECOND
+from ledgerlet_services.loops.base import Loop
 
 
 class Drive:

@@ -10,8 +10,8 @@ from ledgerlet_bus.memory import MemoryBus
 from ledgerlet_core.contracts.envelope import Envelope, encode_envelope
 from ledgerlet_core.contracts.internal import ClockTick, TimerSet
 from ledgerlet_core.contracts.registry import make_envelope
-from ledgerlet_core.loop.dispatch import Loop
 from ledgerlet_core.loop.emitter import Emitter
+from ledgerlet_services.loops.base import Loop
 from ledgerlet_services.runtime.outgoing import Outgoing
 from ledgerlet_services.runtime.shell import ServiceRunner
 

@@ -11,10 +11,10 @@ cannot change what is decided.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import assert_never
 
-from ledgerlet_core.cluster.view import ClusterView
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.internal import (
@@ -27,6 +27,7 @@ from ledgerlet_core.contracts.internal import (
 from ledgerlet_core.kubelet.config import KubeletConfig
 from ledgerlet_core.kubelet.eviction.local_storage import has_local_storage_limits
 from ledgerlet_core.kubelet.eviction.manager import EvictionState, admit, synchronize
+from ledgerlet_core.kubelet.eviction_records import pass_records
 from ledgerlet_core.kubelet.graceful_shutdown import ADMIT_MESSAGE, ADMIT_REASON, SHUTDOWN_MESSAGE
 from ledgerlet_core.kubelet.node import KubeletNode
 from ledgerlet_core.kubelet.pod_worker import PodWorkers
@@ -36,7 +37,6 @@ from ledgerlet_core.model.annotations import FILESYSTEMS_ANNOTATION
 from ledgerlet_core.model.duration import SECOND
 from ledgerlet_core.model.k8s.objects import Node, Pod
 from ledgerlet_core.model.usage import effective_layout
-from ledgerlet_core.records.eviction import pass_records
 
 SortKey = tuple[int, tuple[int, ...]]
 
@@ -76,8 +76,11 @@ Work = Admit | StopPreempted | PowerOn | StopDeleted | Delete
 
 
 class Kubelet:
-    def __init__(self, owner: str, cluster: ClusterView) -> None:
-        self.cluster = cluster
+    def __init__(self, owner: str, pods: Mapping[str, Pod], submitted: Mapping[str, Pod]) -> None:
+        """``pods``, ``submitted``: the cluster view's live mappings of the pods that exist
+        (as admitted, bound once known) and of those the API server has not admitted yet."""
+        self.pods = pods
+        self.submitted = submitted
         self.timers = Timers(owner)
         self.nodes: dict[str, KubeletNode] = {}
         self.pod_node: dict[str, str] = {}
@@ -118,13 +121,13 @@ class Kubelet:
     def updated(self, key: str) -> None:
         """An update of a pod this kubelet runs (its spec cannot change)."""
         node = self.nodes.get(self.pod_node.get(key, ""))
-        pod = self.cluster.pods.get(key)
+        pod = self.pods.get(key)
         if node is not None and pod is not None and key in node.active:
             node.active[key] = pod
 
     def admitted(self, key: str, when: SortKey, cause: str, out: Emitter) -> None:
         """The API server stored the pod: bound by its creator, or waiting for the scheduler."""
-        pod = self.cluster.pods.get(key)
+        pod = self.pods.get(key)
         if pod is None:
             return
         early = self._scheduled_early.pop(key, None)
@@ -134,10 +137,10 @@ class Kubelet:
             self._bound(pod, (when, cause), out)
 
     def scheduled(self, key: str, when: SortKey, cause: str, out: Emitter) -> None:
-        pod = self.cluster.pods.get(key)
+        pod = self.pods.get(key)
         if pod is not None:
             self._bound(pod, (when, cause), out)
-        elif key in self.cluster.submitted:
+        elif key in self.submitted:
             self._scheduled_early[key] = (when, cause)
 
     def _bound(self, pod: Pod, asked: tuple[SortKey, str], out: Emitter) -> None:
@@ -152,7 +155,7 @@ class Kubelet:
         self.timers.want(out.trigger.t, PHASE_TIMERS, out)
 
     def deleted(self, data: inp.ObjectDeleted, when: SortKey, cause: str, out: Emitter) -> None:
-        pod = self.cluster.pods.get(f"{data.namespace or 'default'}/{data.name}")
+        pod = self.pods.get(f"{data.namespace or 'default'}/{data.name}")
         if pod is not None and not pod.spec.node_name:
             return  # never bound: the API server drops it, nothing ran
         self.queue(Delete(data), when, cause, out)

@@ -24,11 +24,11 @@ from ledgerlet_core.kubelet.graceful_shutdown import (
     plan_shutdown,
     shutdown_groups,
 )
+from ledgerlet_core.kubelet.shutdown_records import shutdown_immediate, shutdown_started
 from ledgerlet_core.model.annotations import exit_after_seconds
 from ledgerlet_core.model.duration import SECOND, seconds
 from ledgerlet_core.model.k8s.objects import Pod
 from ledgerlet_core.model.k8s.priority import pod_priority
-from ledgerlet_core.records.shutdown import shutdown_immediate, shutdown_started
 
 READY_AGAIN_REASON = "KubeletReady"
 READY_AGAIN_MESSAGE = "kubelet is posting ready status"

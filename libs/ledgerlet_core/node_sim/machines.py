@@ -11,12 +11,12 @@ on disk as a dead container until container GC removes them.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import msgspec
 
-from ledgerlet_core.cluster.view import ClusterView
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.envelope import Envelope
@@ -78,8 +78,11 @@ REMOVED_ON_EXIT = frozenset({"Evicted", "Deleted", "ForceDeleted", "Preempted", 
 class Machines:
     """Every node's machine in one run; handlers take the event they fold (pure)."""
 
-    def __init__(self, owner: str, cluster: ClusterView) -> None:
-        self.cluster = cluster
+    def __init__(self, owner: str, pods: Mapping[str, Pod], start: Callable[[], datetime]) -> None:
+        """``pods``: the cluster view's live mapping of the pods that exist; ``start``: the
+        run's wall-clock start (observations carry clock times)."""
+        self.pods = pods
+        self.start = start
         self.timers = Timers(owner)
         self.nodes: dict[str, _Node] = {}
         self.pod_node: dict[str, str] = {}
@@ -100,7 +103,7 @@ class Machines:
 
     def pod_started(self, env: Envelope, data: PodStarted, out: Emitter) -> None:
         # Only the kubelet knows whether a pod that arrived later runs: wait for it to say so.
-        pod = self.cluster.pods.get(data.pod)  # (bound to data.node by the cluster view)
+        pod = self.pods.get(data.pod)  # (bound to data.node by the cluster view)
         if pod is not None and pod.metadata.uid == data.uid:
             self._place(pod)
             node = self.nodes.get(data.node)
@@ -120,14 +123,16 @@ class Machines:
             node.images_running[image] = node.images_running.get(image, 0) + 1
         self.pod_node[pod.key] = node.node.metadata.name
 
-    def usage_declared(self, env: Envelope, data: inp.UsageDeclared, out: Emitter) -> None:
+    def usage_declared(
+        self, env: Envelope, data: inp.UsageDeclared, node_usage: NodeUsage | None, out: Emitter
+    ) -> None:
+        """``node_usage``: a node entry as parsed (the cluster view parses it once)."""
         key = data.key
         if key.startswith("node/"):
             node = self.nodes.get(key[len("node/") :])
-            entry = self.cluster.nodes.get(key[len("node/") :])
-            if node is None or entry is None or entry.usage is None:
+            if node is None or node_usage is None:
                 return
-            node.usage = entry.usage
+            node.usage = node_usage
             node.capacity = node_capacity(node.node, node.usage)
             node.images = [
                 RuntimeImage(name=i.name, size=i.size, in_use=i.in_use, pinned=i.pinned, first_detected=env.t)
@@ -381,7 +386,7 @@ class Machines:
         summary = derive_summary(
             name,
             tick.t,
-            format_rfc3339(self.cluster.settings.start, tick.t),
+            format_rfc3339(self.start(), tick.t),
             node.usage,
             node.capacity,
             node.layout,

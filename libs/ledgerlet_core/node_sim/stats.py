@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from ledgerlet_core.model.k8s.objects import Node, Pod, Volume
+from ledgerlet_core.model.k8s.objects import Node, Pod
+from ledgerlet_core.model.k8s.volumes import local_volume_names
 from ledgerlet_core.model.summary import (
     ContainerStats,
     FsStats,
@@ -100,17 +101,6 @@ def _fs(capacity: int, used: int, inodes: int, inodes_used: int, time: str) -> F
         inodes=inodes,
         inodes_used=inodes_used,
     )
-
-
-def local_volume_names(pod: Pod) -> list[str]:
-    """``localVolumeNames``: hostPath, and emptyDir/gitRepo/configMap not backed by memory."""
-    return [v.name for v in pod.spec.volumes if is_local_volume(v)]
-
-
-def is_local_volume(v: Volume) -> bool:
-    if v.host_path is not None or v.git_repo is not None or v.config_map is not None:
-        return True
-    return v.empty_dir is not None and v.empty_dir.medium != "Memory"
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_core.loop.timers import Timers
 from ledgerlet_core.model.duration import SECOND
 from ledgerlet_core.model.k8s.objects import Pod
-from ledgerlet_core.records import scheduling as records
+from ledgerlet_core.scheduling import records
 from ledgerlet_core.scheduling.cache import SchedulerCache
 from ledgerlet_core.scheduling.config import SchedulerConfig
 from ledgerlet_core.scheduling.cycle import CycleResult, schedule_one

@@ -14,10 +14,10 @@ from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import PHASE_TIMERS, ClockTick, PodStarted
 from ledgerlet_core.contracts.topics import CLOCK, DECISIONS, INPUTS
 from ledgerlet_core.controllers.reconcile import PodState, WorkloadControllers
-from ledgerlet_core.loop.dispatch import Loop, on
 from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.k8s.objects import Pod, Workload
+from ledgerlet_services.loops.base import Loop, on
 
 
 class ControllerManager(Loop):

@@ -20,8 +20,8 @@ from ledgerlet_core.contracts.internal import (
 )
 from ledgerlet_core.contracts.topics import CLOCK, DECISIONS, INPUTS, OBSERVATIONS
 from ledgerlet_core.kubelet.kubelet import Kubelet, StopDeleted, StopPreempted
-from ledgerlet_core.loop.dispatch import Loop, on
 from ledgerlet_core.loop.emitter import Emitter
+from ledgerlet_services.loops.base import Loop, on
 
 
 class EvictionManager(Loop):
@@ -30,7 +30,7 @@ class EvictionManager(Loop):
 
     def __init__(self) -> None:
         super().__init__()
-        self.kubelet = Kubelet(self.name, self.cluster)
+        self.kubelet = Kubelet(self.name, self.cluster.pods, self.cluster.submitted)
 
     # -- nodes and pods ------------------------------------------------------------------
     @on(inp.ObjectApplied)

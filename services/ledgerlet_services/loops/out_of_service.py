@@ -11,10 +11,10 @@ from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import PHASE_TIMERS, ClockTick, PodStarted
 from ledgerlet_core.contracts.topics import CLOCK, DECISIONS, INPUTS
 from ledgerlet_core.controllers.node_loss_controllers import NodeLossControllers, Settings
-from ledgerlet_core.loop.dispatch import Loop, on
 from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_core.model.duration import parse_duration
 from ledgerlet_core.model.k8s.objects import Taint
+from ledgerlet_services.loops.base import Loop, on
 
 
 class OutOfServiceController(Loop):

@@ -19,7 +19,6 @@ from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import PHASE_TIMERS, ClockTick, NodeStatusUpdated, ObjectCreated, PodStarted
 from ledgerlet_core.contracts.topics import CLOCK, DECISIONS, INPUTS
-from ledgerlet_core.loop.dispatch import Loop, on
 from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.duration import SECOND
@@ -27,6 +26,7 @@ from ledgerlet_core.model.k8s.objects import Pod, PodDisruptionBudget, PriorityC
 from ledgerlet_core.model.timefmt import parse_rfc3339
 from ledgerlet_core.scheduling.config import SchedulerConfig
 from ledgerlet_core.scheduling.scheduler import KubeScheduler
+from ledgerlet_services.loops.base import Loop, on
 
 SortKey = tuple[int, tuple[int, ...]]
 

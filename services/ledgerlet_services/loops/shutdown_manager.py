@@ -14,9 +14,9 @@ from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import PHASE_TIMERS, ClockTick, PodStarted
 from ledgerlet_core.contracts.topics import CLOCK, DECISIONS, INPUTS
 from ledgerlet_core.kubelet.shutdown_manager import ShutdownManager as Machine
-from ledgerlet_core.loop.dispatch import Loop, on
 from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_core.loop.timers import Timers
+from ledgerlet_services.loops.base import Loop, on
 
 
 class ShutdownManager(Loop):

@@ -10,9 +10,9 @@ from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import ClockTick, PodStarted
 from ledgerlet_core.contracts.topics import CLOCK, DECISIONS, INPUTS
-from ledgerlet_core.loop.dispatch import Loop, on
 from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_core.node_sim.machines import Machines
+from ledgerlet_services.loops.base import Loop, on
 
 
 class Collector(Loop):
@@ -21,7 +21,7 @@ class Collector(Loop):
 
     def __init__(self) -> None:
         super().__init__()
-        self.machines = Machines(self.name, self.cluster)
+        self.machines = Machines(self.name, self.cluster.pods, lambda: self.cluster.settings.start)
 
     @on(inp.ObjectApplied)
     def _applied(self, env: Envelope, data: inp.ObjectApplied, out: Emitter) -> None:
@@ -40,7 +40,8 @@ class Collector(Loop):
 
     @on(inp.UsageDeclared)
     def _usage(self, env: Envelope, data: inp.UsageDeclared, out: Emitter) -> None:
-        self.machines.usage_declared(env, data, out)
+        entry = self.cluster.nodes.get(data.key.removeprefix("node/"))
+        self.machines.usage_declared(env, data, entry.usage if entry is not None else None, out)
 
     @on(inp.StatsReported)
     def _stats(self, env: Envelope, data: inp.StatsReported, out: Emitter) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from ledgerlet_core.loop.dispatch import Loop
+from ledgerlet_services.loops.base import Loop
 from ledgerlet_services.loops.controller_manager import ControllerManager
 from ledgerlet_services.loops.kubelet import EvictionManager
 from ledgerlet_services.loops.out_of_service import OutOfServiceController

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 from ledgerlet_bus.api import Bus, BusUnavailable, CommitRejected, Consumer, Producer, Record, TopicPartition
 from ledgerlet_bus.retry import with_backoff
 from ledgerlet_core.contracts.envelope import Envelope, decode_envelope, encode_envelope
-from ledgerlet_core.loop.dispatch import Loop
 from ledgerlet_core.loop.emitter import Emitter
+from ledgerlet_services.loops.base import Loop
 from ledgerlet_services.runtime.dedupe import RecentIds
 from ledgerlet_services.runtime.outgoing import Outgoing, routed
 from ledgerlet_services.runtime.telemetry import Telemetry

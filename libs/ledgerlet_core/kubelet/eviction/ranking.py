@@ -25,8 +25,8 @@ from ledgerlet_core.kubelet.eviction.signals import (
 from ledgerlet_core.model.k8s.objects import Pod
 from ledgerlet_core.model.k8s.priority import pod_priority
 from ledgerlet_core.model.k8s.resources import kubelet_request
+from ledgerlet_core.model.k8s.volumes import local_volume_names
 from ledgerlet_core.model.summary import PodStats, Summary
-from ledgerlet_core.node_sim.stats import local_volume_names
 
 
 class FsStatsType(enum.StrEnum):

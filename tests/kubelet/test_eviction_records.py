@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ledgerlet_core.kubelet.eviction.manager import EvictionState
-from ledgerlet_core.records.eviction import pass_records
+from ledgerlet_core.kubelet.eviction_records import pass_records
 from tests.core.test_eviction_pass import HARD_1GI, Gi, Mi, pressure_pods, run, summary
 
 

@@ -14,8 +14,8 @@ from ledgerlet_core.contracts.internal import NodeObserved
 from ledgerlet_core.contracts.order import LOOP_RANKS, rank_of
 from ledgerlet_core.contracts.registry import make_envelope
 from ledgerlet_core.contracts.topics import CLOCK, DECISIONS, INPUTS
-from ledgerlet_core.loop.dispatch import Loop, on
 from ledgerlet_core.loop.emitter import Emitter
+from ledgerlet_services.loops.base import Loop, on
 
 
 def test_a_well_formed_loop_dispatches_by_type_and_folds_the_cluster_view() -> None:
