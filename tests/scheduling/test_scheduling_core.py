@@ -16,8 +16,7 @@ from ledgerlet_core.apiserver.admission import (
 )
 from ledgerlet_core.apiserver.priority import AdmissionError
 from ledgerlet_core.model.codec import convert
-from ledgerlet_core.model.k8s.defaults import apply_defaults
-from ledgerlet_core.model.k8s.objects import LabelSelector, Pod, RuntimeClass, Taint
+from ledgerlet_core.model.k8s.objects import LabelSelector, RuntimeClass, Taint
 from ledgerlet_core.scheduling.config import SchedulerConfig
 from ledgerlet_core.scheduling.cycle import schedule_one
 from ledgerlet_core.scheduling.filters import FITS, UNSCHEDULABLE, NodeStatus, fit_error, run_filters
@@ -32,25 +31,11 @@ from ledgerlet_core.scheduling.preemption import (
 )
 from ledgerlet_core.scheduling.queue import QueuedPod, backoff_duration, failed, move_all, ready
 from ledgerlet_core.scheduling.scores import num_feasible_nodes_to_find
+from tests.support.pods import c, make_pod
 
 S = 10**9
 CPU = 10**9  # nanocores in a core
 Mi = (1 << 20) * 10**9
-
-
-def make_pod(name: str, spec: dict[str, Any], **meta: Any) -> Pod:
-    raw = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, **meta}, "spec": spec}
-    obj = apply_defaults(convert(raw, Pod))
-    assert isinstance(obj, Pod)
-    return obj
-
-
-def c(name: str, cpu: str = "", memory: str = "", *, limits: bool = False, sidecar: bool = False) -> dict[str, Any]:
-    res = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v}
-    out: dict[str, Any] = {"name": name, "resources": {"limits" if limits else "requests": res}}
-    if sidecar:
-        out["restartPolicy"] = "Always"
-    return out
 
 
 def info(
