@@ -10,6 +10,7 @@ import pytest
 from ledgerlet_bus.api import Bus, BusTimeout, Record, TopicSpec
 from ledgerlet_bus.memory import MemoryBus
 from ledgerlet_bus.partitioner import murmur2, partition_for
+from ledgerlet_bus.retry import Stopped, with_backoff
 
 
 @pytest.fixture(params=["memory", "kafka"])
@@ -204,3 +205,21 @@ async def test_memory_bus_drops_what_every_reader_committed() -> None:
     assert [int(r.value) for r in await drain(resumed, 4)] == [6, 7, 8, 9]
     assert await bus.lag({"a": ["t"], "b": ["t"]}) == 4
     assert [r.offset for r in got] == list(range(10))
+
+
+async def test_backoff_stops_between_attempts_never_during_one() -> None:
+    """A stop waits for the attempt under way (a write cut off half way can wedge its
+    connection) and ends the waiting between attempts at once."""
+    stop = asyncio.Event()
+    calls: list[str] = []
+
+    async def attempt() -> int:
+        calls.append("start")
+        stop.set()  # asked to stop while this attempt runs
+        await asyncio.sleep(0.05)
+        calls.append("end")
+        raise ConnectionError("away")
+
+    with pytest.raises(Stopped):
+        await with_backoff("test", attempt, retry_on=(ConnectionError,), first=30.0, stop=stop)
+    assert calls == ["start", "end"]  # finished, then no second attempt and no 30 s wait

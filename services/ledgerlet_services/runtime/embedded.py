@@ -133,7 +133,9 @@ async def run_feed(
     finally:
         for r in runners:
             r.stop()
-        recorder.stop()
+        # the recorder finishes the write under way: a store write cut off half way can
+        # leave its connection unusable, and closing the store would then never return
+        await recorder.stopped(recorder_task)
         for task in (*service_tasks, recorder_task, drive):
             if not task.done():
                 task.cancel()

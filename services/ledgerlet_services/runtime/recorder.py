@@ -17,7 +17,7 @@ import msgspec
 from sqlalchemy.exc import SQLAlchemyError
 
 from ledgerlet_bus.api import Bus, CommitRejected
-from ledgerlet_bus.retry import with_backoff
+from ledgerlet_bus.retry import Stopped, with_backoff
 from ledgerlet_core.contracts.envelope import Envelope, decode_envelope
 from ledgerlet_core.contracts.internal import compact_observation_json
 from ledgerlet_services.runtime.shell import next_offsets, poll
@@ -28,6 +28,9 @@ from ledgerlet_store.store import StoreError
 log = logging.getLogger(__name__)
 
 NAME = "event-recorder"
+
+#: how long a stopping recorder waits for the write under way before it gives up on it
+STOP_GRACE = 30.0
 
 #: what a database restart looks like from here
 _STORE_AWAY = (SQLAlchemyError, StoreError, OSError, asyncio.TimeoutError)
@@ -107,21 +110,26 @@ class RecorderRunner:
             await consumer.close()
 
     async def _append(self, envelopes: list[Envelope]) -> int | None:
-        """Append, retrying while the database is away; None if told to stop meanwhile."""
-        appending = asyncio.create_task(
-            with_backoff(
+        """Append, retrying while the database is away; None if told to stop before the
+        store took the batch. A write under way is let finish (for at most
+        ``STOP_GRACE`` seconds): one cut off half way can leave its connection unusable
+        and closing the store would then wait for ever."""
+        try:
+            return await with_backoff(
                 f"{self.name}: storing {len(envelopes)} events",
                 lambda: self.store.append_batch(envelopes),
                 retry_on=_STORE_AWAY,
+                stop=self._stop,
             )
-        )
-        stopping = asyncio.create_task(self._stop.wait())
-        done, _ = await asyncio.wait([appending, stopping], return_when=asyncio.FIRST_COMPLETED)
-        stopping.cancel()
-        if appending in done:
-            return appending.result()
-        appending.cancel()
-        return None
+        except Stopped:
+            return None
+
+    async def stopped(self, task: asyncio.Task[None]) -> None:
+        """Stop, and wait for the write under way to finish (cancelled after ``STOP_GRACE``)."""
+        self.stop()
+        _, pending = await asyncio.wait([task], timeout=STOP_GRACE)
+        for t in pending:
+            t.cancel()
 
     def _stored_form(self, env: Envelope) -> Envelope:
         """Derived observations are stored without per-pod stats unless asked for in full."""

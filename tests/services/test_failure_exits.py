@@ -1,0 +1,41 @@
+"""A loop that fails ends the run promptly with exit 1 and a one-line reason: never a hang.
+
+Regression: the recorder was cancelled in the middle of a SQLite write when a loop
+failed; the store's connection was left waiting and the process never exited.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+FAILING_RUN = """
+import sys
+from ledgerlet_services.loops.controller_manager import ControllerManager
+
+def fail(self, env, data, out):
+    raise RuntimeError("injected failure")
+
+ControllerManager._applied = fail
+from ledgerlet_services.app.cli import main
+sys.exit(main(["run", sys.argv[1], "--decisions", sys.argv[2], "--store", sys.argv[3], "--quiet"]))
+"""
+
+
+def test_a_failing_loop_ends_the_run_with_exit_1_and_writes_no_log(tmp_path: Path) -> None:
+    scenario = ROOT / "tests/golden/scenarios/workloads-and-operator-actions.yaml"
+    log = tmp_path / "out.jsonl"
+    res = subprocess.run(
+        [sys.executable, "-c", FAILING_RUN, str(scenario), str(log), f"sqlite:///{tmp_path / 's.db'}"],
+        capture_output=True,
+        text=True,
+        timeout=120,  # a hang guard: the run itself ends in about a second
+        cwd=ROOT,
+    )
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "controller-manager stopped: RuntimeError('injected failure')" in res.stdout
+    assert "Traceback" not in res.stdout + res.stderr
+    assert not log.exists()
