@@ -188,7 +188,8 @@ class MemoryBus:
                 if remaining <= 0:
                     raise BusTimeout(f"bus not idle after {timeout}s: lag {await self.lag(groups)}")
                 try:
-                    await asyncio.wait_for(self._changed.wait(), remaining)
+                    async with asyncio.timeout(remaining):  # (not wait_for: see getmany)
+                        await self._changed.wait()
                 except TimeoutError:
                     continue
 
@@ -258,7 +259,11 @@ class MemoryConsumer:
             if records:
                 return records
             try:
-                await asyncio.wait_for(cond.wait(), timeout)
+                # asyncio.timeout, not wait_for: wait_for runs the wait in a task of its own,
+                # and cancelling this one then leaves that task re-acquiring the lock for ever
+                # (the process cannot exit)
+                async with asyncio.timeout(timeout):
+                    await cond.wait()
             except TimeoutError:
                 return []
         await self._lag_behind()

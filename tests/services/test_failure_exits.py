@@ -39,3 +39,23 @@ def test_a_failing_loop_ends_the_run_with_exit_1_and_writes_no_log(tmp_path: Pat
     assert "controller-manager stopped: RuntimeError('injected failure')" in res.stdout
     assert "Traceback" not in res.stdout + res.stderr
     assert not log.exists()
+
+
+async def test_a_run_leaves_no_task_behind(tmp_path: Path) -> None:
+    """Regression: a consumer cancelled while waiting for records left a task re-acquiring
+    the bus's lock for ever, and ``asyncio.run`` never returned after the run."""
+    import asyncio
+
+    from ledgerlet_core.scenario.load import load_scenario
+    from ledgerlet_services.runtime.embedded import run_embedded
+    from ledgerlet_store.store import EventStore
+
+    scenario = load_scenario((ROOT / "examples/memory-pressure.yaml").read_text(), "memory-pressure.yaml")
+    store = await EventStore.open(f"sqlite:///{tmp_path / 'r.db'}")
+    try:
+        await run_embedded(scenario, store, run="tidy")
+    finally:
+        await store.close()
+    await asyncio.sleep(0)
+    left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    assert left == []

@@ -133,6 +133,8 @@ async def run_feed(
     finally:
         for r in runners:
             r.stop()
+        for task in (*service_tasks, drive):
+            task.cancel()
         # the recorder finishes the write under way: a store write cut off half way can
         # leave its connection unusable, and closing the store would then never return
         await recorder.stopped(recorder_task)
