@@ -43,15 +43,18 @@ from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_core.loop.timers import Timers, next_multiple
 from ledgerlet_core.model.duration import SECOND
 from ledgerlet_core.model.k8s.objects import Pod, Taint, Toleration
-from ledgerlet_core.model.k8s.taints import NO_EXECUTE, TAINT_NODE_OUT_OF_SERVICE
+from ledgerlet_core.model.k8s.taints import NO_EXECUTE, NO_SCHEDULE, TAINT_NODE_OUT_OF_SERVICE, TAINT_NODE_UNSCHEDULABLE
 
 DEFAULT_TERMINATION_GRACE = 30
+UNSCHEDULABLE_TAINT = Taint(key=TAINT_NODE_UNSCHEDULABLE, effect=NO_SCHEDULE)
 
 
 @dataclass(slots=True)
 class _Node:
     spec_taints: list[Taint]
     status_frequency: int
+    #: cordoned (``spec.unschedulable``): the lifecycle controller adds the unschedulable taint
+    unschedulable: bool = False
     ready: str = "True"
     user_taints: list[Taint] = field(default_factory=list)
     lifecycle_taints: list[Taint] = field(default_factory=list)
@@ -113,13 +116,18 @@ class NodeLossControllers:
         return sorted(names, key=self._order.__getitem__)
 
     # -- nodes ---------------------------------------------------------------------------
-    def node_applied(self, name: str, spec_taints: list[Taint], status_frequency: int, now: int, out: Emitter) -> None:
+    def node_applied(
+        self, name: str, spec_taints: list[Taint], status_frequency: int, unschedulable: bool, now: int, out: Emitter
+    ) -> None:
         existing = self.nodes.get(name)
         if existing is None:
-            self.nodes[name] = _Node(list(spec_taints), status_frequency)
+            self.nodes[name] = _Node(list(spec_taints), status_frequency, unschedulable)
             self._order[name] = len(self._order)
+            if unschedulable or any(t.effect == NO_EXECUTE for t in spec_taints):
+                # a cordoned node gets its taint, a NoExecute taint evicts from the start
+                self._wake(now, out, name)
         else:
-            existing.spec_taints = list(spec_taints)
+            existing.spec_taints, existing.unschedulable = list(spec_taints), unschedulable
             self._wake(now, out, name)
 
     def node_deleted(self, name: str, now: int, out: Emitter) -> None:
@@ -170,7 +178,9 @@ class NodeLossControllers:
         node = self.nodes.get(name)
         if node is None:
             return
+        # the taint goes from the Node object, whoever put it there (its spec, or a ``taint`` event)
         node.user_taints = [t for t in node.user_taints if t.key != key or (effect and t.effect != effect)]
+        node.spec_taints = [t for t in node.spec_taints if t.key != key or (effect and t.effect != effect)]
         self._wake(now, out, name)
 
     # -- pods ------------------------------------------------------------------------------
@@ -250,8 +260,11 @@ class NodeLossControllers:
             self._unhealthy.add(name)
 
     def _lifecycle_taints(self, name: str, out: Emitter) -> None:
+        """The taints that follow Ready, and the cordon's (``doNoScheduleTaintingPass``)."""
         node = self.nodes[name]
         want = ready_taints(node.ready)
+        if node.unschedulable:
+            want.append(UNSCHEDULABLE_TAINT)
         for t in node.lifecycle_taints:
             if t not in want:
                 out.decide(dec.NodeTaintRemoved(key=t.key, effect=t.effect), node=name)

@@ -36,7 +36,7 @@ from ledgerlet_core.model.k8s.objects import AnyObject, Node, Pod, PriorityClass
 from ledgerlet_core.model.summary import Summary
 from ledgerlet_core.model.timefmt import EPOCH, parse_rfc3339
 from ledgerlet_core.model.usage import LAYOUTS, NodeUsage, PodUsage, parse_node_usage, parse_pod_usage
-from ledgerlet_core.scheduling.config import SchedulerConfig
+from ledgerlet_core.scheduling.config import SchedulerConfig, config_errors
 
 API_VERSION: Final = "ledgerlet/v1"
 KIND: Final = "Scenario"
@@ -199,6 +199,12 @@ def _load(text: str, source: str) -> Scenario:
         raise InputError("expected a mapping", obj="spec", field="kubeletConfig")
     kubelet = resolve_kubelet_config(kubelet_raw, obj="spec.kubeletConfig")
     scheduler = convert(spec.get("schedulerConfig") or {}, SchedulerConfig, obj="spec.schedulerConfig")
+    refused = config_errors(scheduler)
+    if len(refused) == 1:
+        raise InputError(refused[0][1], obj="spec", field=f"schedulerConfig.{refused[0][0]}")
+    if refused:  # as upstream prints an aggregate of field errors
+        message = "[" + ", ".join(f"schedulerConfig.{f}: {m}" for f, m in refused) + "]"
+        raise InputError(message, obj="spec")
     controller = convert(spec.get("controllerConfig") or {}, ControllerConfig, obj="spec.controllerConfig")
     _duration(controller.node_monitor_grace_period, obj="spec.controllerConfig", field_name="nodeMonitorGracePeriod")
 

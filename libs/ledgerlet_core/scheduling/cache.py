@@ -32,6 +32,8 @@ class SchedulerCache:
         self._configs: dict[str, KubeletConfig] = {}
         self._node_list: list[NodeInfo] | None = None
         self._user_taints: dict[str, list[Taint]] = {}
+        #: the taints of each node's object, as last applied, less those ``untaint`` removed
+        self._spec_taints: dict[str, list[Taint]] = {}
         self._plane_taints: dict[str, list[Taint]] = {}
 
     # -- nodes -------------------------------------------------------------------------
@@ -48,6 +50,7 @@ class SchedulerCache:
         else:
             info.labels, info.allocatable = dict(node.metadata.labels), alloc
         info.unschedulable = node.spec.unschedulable
+        self._spec_taints[name] = list(node.spec.taints)
         self._retaint(name)
 
     def machine_declared(self, name: str, capacity: Mapping[str, int]) -> bool:
@@ -83,7 +86,7 @@ class SchedulerCache:
     def _retaint(self, name: str) -> None:
         info = self.nodes.get(name)
         if info is not None:
-            spec = self._objects[name].spec.taints
+            spec = self._spec_taints.get(name, [])
             info.taints = [*spec, *self._plane_taints.get(name, []), *self._user_taints.get(name, [])]
 
     def plane_taint_added(self, name: str, taint: Taint) -> None:
@@ -103,10 +106,13 @@ class SchedulerCache:
         self._retaint(name)
 
     def untainted(self, name: str, key: str, effect: str) -> None:
-        """``effect`` empty: every taint with that key."""
-        self._user_taints[name] = [
-            t for t in self._user_taints.get(name, []) if t.key != key or (effect and t.effect != effect)
-        ]
+        """``effect`` empty: every taint with that key, whoever put it on the Node object."""
+
+        def keep(t: Taint) -> bool:
+            return t.key != key or bool(effect and t.effect != effect)
+
+        self._user_taints[name] = [t for t in self._user_taints.get(name, []) if keep(t)]
+        self._spec_taints[name] = [t for t in self._spec_taints.get(name, []) if keep(t)]
         self._retaint(name)
 
     # -- pods ----------------------------------------------------------------------------

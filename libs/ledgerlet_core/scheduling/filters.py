@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
+from ledgerlet_core.model.k8s.objects import Taint
 from ledgerlet_core.model.k8s.taints import (
     NO_EXECUTE,
     NO_SCHEDULE,
@@ -45,6 +46,8 @@ class NodeStatus:
 
 
 FITS: Final = NodeStatus()
+
+UNSCHEDULABLE_TAINT: Final = Taint(key=TAINT_NODE_UNSCHEDULABLE, effect=NO_SCHEDULE)
 
 
 def untolerated_taint(pod: PodInfo, node: NodeInfo) -> str | None:
@@ -80,10 +83,9 @@ def insufficient(pod: PodInfo, node: NodeInfo, extra: Iterable[PodInfo] = ()) ->
 
 def run_filters(pod: PodInfo, node: NodeInfo, nominated: Iterable[PodInfo] = ()) -> NodeStatus:
     """The filter chain on one node, with nominated pods of >= priority counted there."""
-    if node.unschedulable and not any(
-        t.key in ("", TAINT_NODE_UNSCHEDULABLE) and t.effect in ("", NO_SCHEDULE) and t.operator == "Exists"
-        for t in pod.tolerations
-    ):
+    # NodeUnschedulable: tolerating the unschedulable taint is the normal rule
+    # (``node_unschedulable.go: Filter`` -> ``TolerationsTolerateTaint``)
+    if node.unschedulable and not tolerations_tolerate_taint(pod.tolerations, UNSCHEDULABLE_TAINT):
         return NodeStatus(UNRESOLVABLE, (NODE_UNSCHEDULABLE,), "NodeUnschedulable")
     taint = untolerated_taint(pod, node)
     if taint is not None:

@@ -40,7 +40,8 @@ class OutOfServiceController(Loop):
         if kind == "Node":
             entry = self.cluster.nodes[data.object["metadata"]["name"]]
             frequency = entry.config.node_status_update_frequency
-            self.controllers.node_applied(entry.name, list(entry.node.spec.taints), frequency, env.t, out)
+            spec = entry.node.spec
+            self.controllers.node_applied(entry.name, list(spec.taints), frequency, spec.unschedulable, env.t, out)
         elif kind == "Pod" and data.initial:
             pod = self.cluster.pods.get(env.pod or "")
             if pod is not None and pod.spec.node_name:
