@@ -119,3 +119,18 @@ def test_untaint_frees_a_node_for_the_scheduler_whoever_put_the_taint_there() ->
     assert not run_filters(info, s.cache.nodes["n1"]).fits
     s.cache.untainted("n1", "dedicated", "")
     assert run_filters(info, s.cache.nodes["n1"]).fits
+
+
+# -- attach-detach: the out-of-service taint forces every detach on its node (reconciler.go) --
+@pytest.mark.parametrize("effect", ["NoExecute", "NoSchedule"])
+def test_the_out_of_service_taint_forces_the_detach_even_on_a_ready_node(effect: str) -> None:
+    c = NodeLossControllers("out-of-service-controller")
+    c.node_applied("n1", [], 10 * S, False, 0, emitter())
+    c.pod_running(pod("db"), "n1", ["pv-db"])
+    oos = Taint(key="node.kubernetes.io/out-of-service", value="anything", effect=effect)
+    c.tainted("n1", oos, 5 * S, emitter(5))
+    c.pod_gone("default/db", 6 * S, emitter(6))
+    out = emitter(6)
+    c.tick(6 * S, out)
+    detached = [d for t, _, _, d in decided(out) if t == "VolumeDetached"]
+    assert [(d["volume"], d["forced"], d["reason"]) for d in detached] == [("pv-db", True, "OutOfService")]

@@ -347,7 +347,11 @@ class NodeLossControllers:
             node = self.nodes.get(name)
             healthy = node is not None and node.ready == "True"
             oos = node is not None and node.out_of_service()
-            if node is not None and not node.down:
+            if oos:
+                # the out-of-service taint (any effect or value) skips the safe-to-detach check,
+                # on a Ready node too (``reconciler.go``: ``hasOutOfServiceTaint``)
+                reason, forced = "OutOfService", True
+            elif node is not None and not node.down:
                 reason, forced = "Normal", False  # its kubelet unmounted it as the pod went
             else:
                 # still mounted as far as the API knows (the kubelet is gone): only forced
