@@ -67,7 +67,8 @@ class KubeletConfigSpec(msgspec.Struct, rename="camel", kw_only=True, omit_defau
     image_maximum_gc_age: str = msgspec.field(default="0s", name="imageMaximumGCAge")
     system_reserved: dict[str, Quantity] = {}
     kube_reserved: dict[str, Quantity] = {}
-    max_pods: int = 110
+    #: None: the Node object's declared ``capacity.pods``, else upstream's default 110
+    max_pods: int | None = None
     pods_per_core: int = 0
     shutdown_grace_period: str = "0s"
     shutdown_grace_period_critical_pods: str = "0s"
@@ -186,7 +187,7 @@ def _validate(spec: KubeletConfigSpec, d: Mapping[str, int], gates: Mapping[str,
             obj,
             "imageMaximumGCAge",
         )
-    if spec.max_pods < 0:
+    if spec.max_pods is not None and spec.max_pods < 0:
         raise _fail(f"maxPods (--max-pods) {spec.max_pods} must not be a negative number", obj, "maxPods")
     if spec.pods_per_core < 0:
         raise _fail(

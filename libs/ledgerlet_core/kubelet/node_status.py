@@ -32,10 +32,23 @@ CONDITION_TAINTS: Final[dict[str, str]] = {
 }
 
 
+#: the kubelet's ``maxPods`` when nothing says otherwise
+DEFAULT_MAX_PODS: Final = 110
+
+
 def status_capacity(capacity: Mapping[str, Quantity], config: KubeletConfig) -> ResourceList:
-    """The node's capacity as the kubelet reports it: ``pods`` from maxPods (and podsPerCore)."""
+    """The node's capacity as the kubelet reports it: ``pods`` from maxPods (and podsPerCore).
+
+    A recorded Node tells what its kubelet publishes: its declared ``capacity.pods`` is
+    that kubelet's maxPods unless maxPods is given for the node (scenario spec §1)."""
     out = dict(capacity)
-    pods = config.spec.max_pods
+    declared = capacity.get("pods")
+    if config.spec.max_pods is not None:
+        pods = config.spec.max_pods
+    elif declared is not None:
+        pods = declared.value()
+    else:
+        pods = DEFAULT_MAX_PODS
     cpu = capacity.get("cpu")
     if config.spec.pods_per_core > 0 and cpu is not None:
         pods = min(pods, (cpu.milli_value() // 1000) * config.spec.pods_per_core)
