@@ -106,3 +106,12 @@ def test_taints_from_the_object_the_control_plane_and_the_operator_are_all_seen(
     s.cache.untainted("n1", "c", "")
     s.cache.plane_taint_removed("n1", "b", "NoSchedule")
     assert [t.key for t in s.cache.nodes["n1"].taints] == ["a"]
+
+
+def test_a_deleted_disruption_budget_no_longer_counts() -> None:
+    s = scheduler(node("n1"))
+    budget = {"metadata": {"name": "web", "namespace": "default"}, "spec": {"minAvailable": 1}}
+    s.cache.pdb_applied(convert(budget, PodDisruptionBudget))
+    assert len(s.cache.pdb_views()) == 1
+    assert s.cache.pdb_deleted("default", "web") and s.cache.pdb_views() == []
+    assert not s.cache.pdb_deleted("default", "web")  # not there any more: NotFound

@@ -25,6 +25,21 @@ from ledgerlet_core.apiserver.priority import known_classes
 from ledgerlet_core.apiserver.quota import check_quota, pod_usage, quota_matches
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.model.k8s.objects import Pod, PriorityClass, ResourceQuota, RuntimeClass
+from ledgerlet_core.model.k8s.priority import system_priority_classes
+
+SYSTEM_CLASS_NAMES = frozenset(pc.metadata.name for pc in system_priority_classes())
+SYSTEM_CLASS_UNDELETABLE = "this is a system priority class and cannot be deleted"
+_RESOURCES = {
+    "PriorityClass": "priorityclasses.scheduling.k8s.io",
+    "RuntimeClass": "runtimeclasses.node.k8s.io",
+    "ResourceQuota": "resourcequotas",
+    "PodDisruptionBudget": "poddisruptionbudgets.policy",
+}
+
+
+def not_found(kind: str, namespace: str, name: str) -> str:
+    """The API server's 404 text for a delete of an object that is not there."""
+    return f'{_RESOURCES.get(kind, kind.lower() + "s")} "{name}" not found'
 
 
 class ApiServer:
@@ -55,6 +70,29 @@ class ApiServer:
         key = f"{quota.metadata.namespace or 'default'}/{quota.metadata.name}"
         self.quotas[key] = quota
         self.quota_used.setdefault(key, {})
+
+    # -- deletes -------------------------------------------------------------------------
+    def delete(self, kind: str, namespace: str, name: str) -> dec.ObjectRejected | None:
+        """Delete a PriorityClass, RuntimeClass or ResourceQuota: None when it went, else why
+        not (a system class cannot be deleted; an object that is not there is NotFound).
+        Later admissions read what is left: pods without a class get the lowest remaining
+        global default (or priority 0), a pod naming a deleted class is refused."""
+        if kind == "PriorityClass":
+            if name in SYSTEM_CLASS_NAMES:  # ``priorityclass/storage/storage.go: Delete``
+                message = f'priorityclasses.scheduling.k8s.io "{name}" is forbidden: {SYSTEM_CLASS_UNDELETABLE}'
+                return dec.ObjectRejected(kind=kind, name=name, reason="Forbidden", message=message)
+            gone = self.classes.pop(name, None) is not None
+        elif kind == "RuntimeClass":
+            gone = self.runtime_classes.pop(name, None) is not None
+        elif kind == "ResourceQuota":
+            key = f"{namespace or 'default'}/{name}"
+            gone = self.quotas.pop(key, None) is not None
+            self.quota_used.pop(key, None)
+        else:
+            raise ValueError(f"the API server's admission holds no {kind}")
+        if gone:
+            return None
+        return dec.ObjectRejected(kind=kind, name=name, reason="NotFound", message=not_found(kind, namespace, name))
 
     # -- admission ---------------------------------------------------------------------
     def admit_class(self, pc: PriorityClass) -> dec.ObjectRejected | None:

@@ -312,6 +312,12 @@ def _objects(raw_objects: Any) -> tuple[list[AnyObject], list[str]]:
     return out, warnings
 
 
+#: what a ``delete`` event may remove (every other kind is an input error, never dropped)
+DELETABLE_KINDS: Final = frozenset(
+    {"Pod", "Node", "PriorityClass", "RuntimeClass", "PodDisruptionBudget", "ResourceQuota", *Workload.KINDS}
+)
+
+
 def _event(index: int, raw: Any) -> ScenarioEvent:
     label = f"events[{index}]"
     if not isinstance(raw, dict):
@@ -336,6 +342,13 @@ def _event(index: int, raw: Any) -> ScenarioEvent:
         if not isinstance(body, dict):
             raise InputError("expected a mapping", obj=label, field="delete")
         data = convert(body, ev.ObjectDeleted, obj=label, prefix="delete")
+        if data.kind not in DELETABLE_KINDS:
+            supported = ", ".join(sorted(DELETABLE_KINDS))
+            raise InputError(
+                f"deleting a {data.kind} is not modelled; kinds that can be deleted: {supported}",
+                obj=label,
+                field="delete.kind",
+            )
     elif action == "stats":
         summary = convert(body, Summary, obj=label, prefix="stats")
         after = raw.get("afterReclaim")

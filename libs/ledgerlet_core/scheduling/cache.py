@@ -160,6 +160,10 @@ class SchedulerCache:
     def pdb_applied(self, pdb: PodDisruptionBudget) -> None:
         self.pdbs[f"{pdb.metadata.namespace or 'default'}/{pdb.metadata.name}"] = pdb
 
+    def pdb_deleted(self, namespace: str, name: str) -> bool:
+        """True if the budget was there."""
+        return self.pdbs.pop(f"{namespace or 'default'}/{name}", None) is not None
+
     def pdb_views(self) -> list[PDB]:
         if not self.pdbs:
             return []

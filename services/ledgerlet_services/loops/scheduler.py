@@ -13,7 +13,7 @@ from typing import Any
 
 from ledgerlet_core.apiserver.admission import admitted_record
 from ledgerlet_core.apiserver.priority import AdmissionError
-from ledgerlet_core.apiserver.server import ApiServer
+from ledgerlet_core.apiserver.server import ApiServer, not_found
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.envelope import Envelope
@@ -33,11 +33,13 @@ SortKey = tuple[int, tuple[int, ...]]
 
 @dataclass(slots=True)
 class _Submitted:
-    """An object applied or created after the start: admitted at the next tick, in event order."""
+    """An object applied or created after the start (or a class deleted): admitted at the
+    next tick, in event order."""
 
     when: SortKey
     cause: str
-    object: dict[str, Any]
+    object: dict[str, Any] | None
+    deleted: inp.ObjectDeleted | None = None
 
 
 class Scheduler(Loop):
@@ -144,6 +146,16 @@ class Scheduler(Loop):
                 self.apiserver.release(key)
         elif data.kind == "Node":
             self.scheduler.cache.node_deleted(data.name)
+        elif data.kind == "PriorityClass":
+            self._submitted.append(_Submitted(env.sort_key(), env.id, None, data))  # in order with class applies
+            self._wake(env.t, out)
+        elif data.kind in ("RuntimeClass", "ResourceQuota"):
+            refused = self.apiserver.delete(data.kind, data.namespace, data.name)
+            if refused is not None:
+                out.decide(refused)
+        elif data.kind == "PodDisruptionBudget" and not self.scheduler.cache.pdb_deleted(data.namespace, data.name):
+            message = not_found(data.kind, data.namespace, data.name)
+            out.decide(dec.ObjectRejected(kind=data.kind, name=data.name, reason="NotFound", message=message))
 
     # -- how pods start and end ---------------------------------------------------------------
     @on(PodStarted)
@@ -189,6 +201,12 @@ class Scheduler(Loop):
         self.scheduler.schedule(env.id, env.t, out)
 
     def _admit(self, env: Envelope, s: _Submitted, out: Emitter) -> None:
+        if s.deleted is not None:
+            refused = self.apiserver.delete(s.deleted.kind, s.deleted.namespace, s.deleted.name)
+            if refused is not None:
+                out.decide(refused, causes=[s.cause])
+            return
+        assert s.object is not None
         if s.object.get("kind") == "PriorityClass":
             refused = self.apiserver.admit_class(convert(s.object, PriorityClass))
             if refused is not None:

@@ -188,7 +188,7 @@ class PriorityClass(_K8s, kw_only=True):
     api_version: str = "scheduling.k8s.io/v1"
     kind: str = "PriorityClass"
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
-    value: int
+    value: int = 0  # omitted: 0, as the API server decodes it
     global_default: bool = False
     description: str = ""
     preemption_policy: str | None = None
