@@ -124,8 +124,11 @@ class EventStore:
         return describe(self.dsn)
 
     async def migrate(self) -> None:
-        """Bring the schema to the newest migration (serialised across processes)."""
-        async with self.engine.begin() as conn:
+        """Bring the schema to the newest migration (serialised across processes: an
+        advisory lock on PostgreSQL; on SQLite the write lock taken first, ``BEGIN
+        IMMEDIATE``, so a second process waits instead of failing with "database is
+        locked" when both read the schema's version and then both try to write)."""
+        async with self.engine.execution_options(ledgerlet_write=True).begin() as conn:
             if self.dialect == "postgresql":
                 await conn.execute(sa.text(f"SELECT pg_advisory_xact_lock({_PG_MIGRATION_LOCK})"))
             await conn.run_sync(_upgrade)
