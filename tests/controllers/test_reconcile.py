@@ -104,3 +104,21 @@ def test_a_create_the_api_server_refuses_is_tried_again_after_a_back_off() -> No
     out = emitter(10)
     c.sync(10 * S, nodes("n1"), out)
     assert len(created(out)) == 1 and created(out) != [pod]
+
+
+def test_a_daemon_set_keeps_off_a_node_whose_live_taints_it_does_not_tolerate() -> None:
+    """``nodeShouldRunDaemonPod`` reads the Node's taints as they are now: a NotReady node's
+    ``not-ready:NoSchedule`` (which daemon pods do not tolerate) or an operator's taint."""
+    from ledgerlet_core.model.k8s.objects import Taint
+
+    c = WorkloadControllers("controller-manager")
+    c.workload_applied(workload("DaemonSet", "agent"))
+    c.changed(0, emitter())
+    down = {"n1": [Taint(key="node.kubernetes.io/not-ready", effect="NoSchedule")], "n2": []}
+    out = emitter(0)
+    c.sync(0, nodes("n1", "n2"), out, down)
+    assert [d["object"]["spec"]["nodeName"] for t, _, _, d in decided(out) if t == "ObjectCreated"] == ["n2"]
+    c.taints_changed(30 * S, emitter(30))  # Ready again: the taint is gone
+    out = emitter(30)
+    c.sync(30 * S, nodes("n1", "n2"), out, {"n1": [], "n2": []})
+    assert [d["object"]["spec"]["nodeName"] for t, _, _, d in decided(out) if t == "ObjectCreated"] == ["n1"]

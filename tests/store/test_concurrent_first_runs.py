@@ -14,8 +14,10 @@ def test_two_first_runs_on_one_new_sqlite_store_both_succeed(tmp_path: Path) -> 
     store = f"sqlite:///{tmp_path / 'shared.db'}"
     runs = [
         subprocess.Popen(
-            [sys.executable, "-m", "ledgerlet_services.app.cli", "run", str(EXAMPLES / "memory-pressure.yaml")]
-            + ["--decisions", str(tmp_path / f"{i}.jsonl"), "--store", store, "--quiet", "--run-id", f"run-{i}"],
+            [
+                *(sys.executable, "-m", "ledgerlet_services.app.cli", "run", str(EXAMPLES / "memory-pressure.yaml")),
+                *("--decisions", str(tmp_path / f"{i}.jsonl"), "--store", store, "--quiet", "--run-id", f"run-{i}"),
+            ],
             cwd=ROOT,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

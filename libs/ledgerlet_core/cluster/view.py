@@ -33,7 +33,7 @@ from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import ObjectCreated, PodStarted
 from ledgerlet_core.kubelet.config import KubeletConfig, config_for_node
 from ledgerlet_core.model.codec import convert
-from ledgerlet_core.model.k8s.objects import Node, PersistentVolume, PersistentVolumeClaim, Pod
+from ledgerlet_core.model.k8s.objects import Node, PersistentVolume, PersistentVolumeClaim, Pod, Taint
 from ledgerlet_core.model.timefmt import EPOCH, parse_rfc3339
 from ledgerlet_core.model.usage import NodeUsage, parse_node_usage
 
@@ -63,10 +63,26 @@ class NodeEntry:
     order: int
     #: ``usage.node/NAME`` when the scenario declares the machine (closed loop)
     usage: NodeUsage | None = None
+    #: the node's live taints beyond its object's: the control plane's (conditions,
+    #: lifecycle, cordon) and the operator's (``taint`` events); and object taints untainted
+    plane_taints: list[Taint] = field(default_factory=list)
+    user_taints: list[Taint] = field(default_factory=list)
+    untainted: list[tuple[str, str]] = field(default_factory=list)
 
     @property
     def name(self) -> str:
         return self.node.metadata.name
+
+    @property
+    def taints(self) -> list[Taint]:
+        """Every taint the Node has now: its object's, the control plane's, the operator's."""
+        spec = [t for t in self.node.spec.taints if not any(_matches(t, k, e) for k, e in self.untainted)]
+        return [*spec, *self.plane_taints, *self.user_taints]
+
+
+def _matches(taint: Taint, key: str, effect: str) -> bool:
+    """An ``untaint`` of ``key`` (and ``effect``, when given) removes this taint."""
+    return taint.key == key and (not effect or taint.effect == effect)
 
 
 class ClusterView:
@@ -106,6 +122,8 @@ class ClusterView:
                 entry = self.nodes.get(data.key[len("node/") :])
                 if entry is not None:
                     entry.usage = parse_node_usage(data.usage, f"usage.{data.key}")
+        elif isinstance(data, dec.NodeTaintAdded | dec.NodeTaintRemoved | inp.NodeTainted | inp.NodeUntainted):
+            self._taints(env, data)
         elif isinstance(data, inp.ScenarioStarted):
             self.settings = Settings(
                 start=parse_rfc3339(data.start),
@@ -167,6 +185,7 @@ class ClusterView:
                 self._nodes_seen += 1
             else:
                 entry.node, entry.config = node, config
+                entry.untainted = []  # the object applied now says which taints it has
         elif kind == "Pod":
             pod = convert(data.object, Pod)
             if data.initial:
@@ -188,6 +207,26 @@ class ClusterView:
             pvc = convert(data.object, PersistentVolumeClaim)
             if pvc.spec.volume_name:
                 self.claims[f"{pvc.metadata.namespace or 'default'}/{pvc.metadata.name}"] = pvc.spec.volume_name
+
+    def _taints(
+        self, env: Envelope, data: dec.NodeTaintAdded | dec.NodeTaintRemoved | inp.NodeTainted | inp.NodeUntainted
+    ) -> None:
+        name = data.node if isinstance(data, inp.NodeTainted | inp.NodeUntainted) else env.node or ""
+        entry = self.nodes.get(name)
+        if entry is None:
+            return
+        if isinstance(data, dec.NodeTaintAdded):
+            taint = Taint(key=data.key, value=data.value, effect=data.effect)
+            if taint not in entry.plane_taints:
+                entry.plane_taints.append(taint)
+        elif isinstance(data, dec.NodeTaintRemoved):
+            entry.plane_taints = [t for t in entry.plane_taints if (t.key, t.effect) != (data.key, data.effect)]
+        elif isinstance(data, inp.NodeTainted):
+            kept = [t for t in entry.user_taints if (t.key, t.effect) != (data.key, data.effect)]
+            entry.user_taints = [*kept, Taint(key=data.key, value=data.value, effect=data.effect)]
+        else:  # an untaint removes the key whoever put it there
+            entry.user_taints = [t for t in entry.user_taints if not _matches(t, data.key, data.effect)]
+            entry.untainted.append((data.key, data.effect))
 
     def _admitted(self, key: str, data: dec.PodAdmitted) -> None:
         raw = self.submitted.pop(key, None)

@@ -219,6 +219,9 @@ class ShutdownKill(_Data, kw_only=True):
     at: float
     grace_period_seconds: int
     grace_from: str = ""
+    #: where the priority that placed it in its group came from, when it is not the API's
+    #: (a static pod: its manifest's own ``spec.priority``)
+    priority_from: str = ""
 
 
 class ShutdownGroup(_Data, kw_only=True):

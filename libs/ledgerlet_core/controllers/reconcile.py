@@ -44,7 +44,7 @@ from ledgerlet_core.loop.timers import Timers
 from ledgerlet_core.model.annotations import WORKLOAD_ANNOTATION
 from ledgerlet_core.model.codec import object_builtins
 from ledgerlet_core.model.duration import SECOND
-from ledgerlet_core.model.k8s.objects import Node, Pod, Workload
+from ledgerlet_core.model.k8s.objects import Node, Pod, Taint, Workload
 
 #: how long a controller waits before replacing a pod its kubelet refused (see :meth:`rejected_by_kubelet`)
 REJECTED_REPLACEMENT_DELAY = SECOND
@@ -107,6 +107,7 @@ class WorkloadControllers:
         self._dirty: dict[str, set[str] | None] = {}
         #: retries by when they are due: (at, owner, node or "")
         self._due: list[tuple[int, str, str]] = []
+        self._taints: Mapping[str, list[Taint]] = {}
 
     def _wake(self, at: int, out: Emitter) -> None:
         self.timers.want(at, PHASE_TIMERS, out)
@@ -115,6 +116,14 @@ class WorkloadControllers:
         """Something every owner may care about (a node, a workload, a pod listed): sync all."""
         self._dirty_all = True
         self._wake(now, out)
+
+    def taints_changed(self, now: int, out: Emitter) -> None:
+        """A node's taints changed: DaemonSets look again at where they run."""
+        daemons = [key for key, o in self.owners.items() if o.kind == "DaemonSet"]
+        for key in daemons:
+            self._mark(key)
+        if daemons:
+            self._wake(now, out)
 
     # -- objects -----------------------------------------------------------------------
     def workload_applied(self, w: Workload) -> None:
@@ -233,8 +242,12 @@ class WorkloadControllers:
                 self._wake(now, out)
 
     # -- the work, once the instant's inputs are in -------------------------------------------
-    def sync(self, now: int, nodes: Mapping[str, Node], out: Emitter) -> None:
-        """``nodes``: the cluster's nodes in the order they first appeared."""
+    def sync(
+        self, now: int, nodes: Mapping[str, Node], out: Emitter, taints: Mapping[str, list[Taint]] | None = None
+    ) -> None:
+        """``nodes``: the cluster's nodes in the order they first appeared; ``taints``:
+        their live taints (their objects' when not given)."""
+        self._taints = taints or {}
         while self._due and self._due[0][0] <= now:
             _, key, slot = heapq.heappop(self._due)
             owner = self.owners.get(key)
@@ -265,7 +278,8 @@ class WorkloadControllers:
         if w.kind == "DaemonSet":
             names = list(nodes) if only is None else [n for n in nodes if n in only]
             for node_name in names:
-                if self._runs_on(owner, node_name) or not node_runs_daemon(w, nodes[node_name]):
+                live = self._taints.get(node_name)
+                if self._runs_on(owner, node_name) or not node_runs_daemon(w, nodes[node_name], live):
                     continue
                 if owner.retry_at.get(node_name, 0) > now:
                     continue

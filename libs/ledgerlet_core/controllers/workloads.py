@@ -16,7 +16,7 @@ that node and lets the scheduler bind them, which comes to the same node.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Final
 
 import msgspec
@@ -143,16 +143,16 @@ def stateful_pod_name(sts: Workload, ordinal: int) -> str:
     return f"{sts.metadata.name}-{ordinal}"
 
 
-def node_runs_daemon(ds: Workload, node: Node) -> bool:
-    """``NodeShouldRunDaemonPod`` for what ledgerlet models: nodeSelector and taints."""
+def node_runs_daemon(ds: Workload, node: Node, taints: Iterable[Taint] | None = None) -> bool:
+    """``NodeShouldRunDaemonPod`` for what ledgerlet models: nodeSelector and taints
+    (``taints``: the node's live ones, its object's when not given)."""
     selector = ds.spec.template.spec.node_selector
     labels = node.metadata.labels
     if any(labels.get(k) != v for k, v in selector.items()):
         return False
     tolerations = [*ds.spec.template.spec.tolerations, *DAEMON_TOLERATIONS]
-    return all(
-        tolerations_tolerate_taint(tolerations, t) for t in node.spec.taints if t.effect in (NO_SCHEDULE, NO_EXECUTE)
-    )
+    live = node.spec.taints if taints is None else taints
+    return all(tolerations_tolerate_taint(tolerations, t) for t in live if t.effect in (NO_SCHEDULE, NO_EXECUTE))
 
 
 def backoff(initial: int, maximum: int, failures: int) -> int:

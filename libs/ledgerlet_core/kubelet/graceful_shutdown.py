@@ -25,6 +25,13 @@ ADMIT_REASON: Final = "NodeShutdown"
 ADMIT_MESSAGE: Final = "Pod was rejected as the node is shutting down."
 READY_REASON: Final = "KubeletNotReady"
 READY_MESSAGE: Final = "node is shutting down"
+#: ``groupByPriority`` reads the kubelet's own pod: a static pod never passes API-server
+#: priority admission (only its mirror pod does), so a priorityClassName alone leaves it at 0
+STATIC_PRIORITY: Final = (
+    "static pod: grouped by its manifest's own spec.priority (unset: 0), not by its priorityClassName, "
+    "which only its mirror pod's admission resolves (nodeshutdown_manager.go groupByPriority; a known "
+    "upstream defect)"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,10 +86,12 @@ def group_of(groups: list[Group], priority: int) -> int:
 @dataclass(frozen=True, slots=True)
 class ShutdownPod:
     key: str
+    #: the priority the kubelet sees (a static pod's is its manifest's, see ``STATIC_PRIORITY``)
     priority: int
     termination_grace: int | None
     #: how long it takes to exit after SIGTERM (ns): ``ledgerlet/exit-after``
     exits_after: int
+    static: bool = False
 
 
 @dataclass(slots=True)
@@ -92,6 +101,7 @@ class Kill:
     grace: int
     grace_from: str
     exits_at: int
+    priority_from: str = ""
 
 
 @dataclass(slots=True)
@@ -132,7 +142,7 @@ def plan_shutdown(now: int, groups: list[Group], pods: list[ShutdownPod]) -> Pla
             else:
                 grace, why = plan.seconds, "the group's shutdownGracePeriodSeconds"
             exits = t + min(p.exits_after, grace * SECOND)
-            plan.kills.append(Kill(p.key, t, grace, why, exits))
+            plan.kills.append(Kill(p.key, t, grace, why, exits, STATIC_PRIORITY if p.static else ""))
         if plan.seconds == 0:
             plan.end, plan.ended_by = t, "zero-second group: no wait"
         else:

@@ -25,10 +25,10 @@ from ledgerlet_core.kubelet.graceful_shutdown import (
     shutdown_groups,
 )
 from ledgerlet_core.kubelet.shutdown_records import shutdown_immediate, shutdown_started
-from ledgerlet_core.model.annotations import exit_after_seconds
+from ledgerlet_core.model.annotations import exit_after_seconds, kubelet_priority
 from ledgerlet_core.model.duration import SECOND, seconds
 from ledgerlet_core.model.k8s.objects import Pod
-from ledgerlet_core.model.k8s.priority import pod_priority
+from ledgerlet_core.model.k8s.priority import is_static_pod
 
 READY_AGAIN_REASON = "KubeletReady"
 READY_AGAIN_MESSAGE = "kubelet is posting ready status"
@@ -138,9 +138,10 @@ class ShutdownManager:
         pods = [
             ShutdownPod(
                 key=p.key,
-                priority=pod_priority(p),
+                priority=kubelet_priority(p),
                 termination_grace=p.spec.termination_grace_period_seconds,
                 exits_after=seconds(exit_after_seconds(p)),
+                static=is_static_pod(p),
             )
             for p in node.pods.values()
         ]

@@ -31,7 +31,13 @@ def shutdown_started(
                 end=g.end / SECOND if g.end is not None else None,
                 ended_by=g.ended_by,
                 kills=[
-                    dec.ShutdownKill(pod=k.pod, at=k.at / SECOND, grace_period_seconds=k.grace, grace_from=k.grace_from)
+                    dec.ShutdownKill(
+                        pod=k.pod,
+                        at=k.at / SECOND,
+                        grace_period_seconds=k.grace,
+                        grace_from=k.grace_from,
+                        priority_from=k.priority_from,
+                    )
                     for k in g.kills
                 ],
             )

@@ -3,7 +3,9 @@
 * ``ledgerlet/filesystems`` on a Node: its filesystem layout (scenario spec §1);
 * ``ledgerlet/exit-after`` on a Pod: seconds it takes to exit on SIGTERM (default 0);
 * ``ledgerlet/workload`` on a created Pod: the workload whose ``usage`` entry it follows
-  (a Deployment, for its ReplicaSet's pods).
+  (a Deployment, for its ReplicaSet's pods);
+* ``ledgerlet/manifest-priority`` on a static Pod: the priority its manifest gave (set when
+  the scenario is loaded: the object is the mirror pod, which admission resolved).
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from ledgerlet_core.model.k8s.objects import Pod
 FILESYSTEMS_ANNOTATION: Final = "ledgerlet/filesystems"
 EXIT_AFTER_ANNOTATION: Final = "ledgerlet/exit-after"
 WORKLOAD_ANNOTATION: Final = "ledgerlet/workload"
+#: on a static pod: its manifest's ``spec.priority`` before the mirror pod's admission ("" unset)
+MANIFEST_PRIORITY_ANNOTATION: Final = "ledgerlet/manifest-priority"
 
 
 def exit_after_seconds(pod: Pod) -> float:
@@ -25,3 +29,12 @@ def exit_after_seconds(pod: Pod) -> float:
     except ValueError:
         return 0.0
     return max(value, 0.0)
+
+
+def kubelet_priority(pod: Pod) -> int:
+    """The priority the kubelet's own copy of the pod has: the API's, except for a static
+    pod, whose manifest never went through priority admission (unset: 0)."""
+    if MANIFEST_PRIORITY_ANNOTATION in pod.metadata.annotations:
+        raw = pod.metadata.annotations[MANIFEST_PRIORITY_ANNOTATION]
+        return int(raw) if raw.lstrip("-").isdigit() else 0
+    return pod.spec.priority or 0

@@ -28,6 +28,8 @@ from ledgerlet_core.postmortem.signals_series import SignalSeries, node_signal_s
 ENDINGS = ("PodEvicted", "PodPreempted", "PodForceDeleted", "PodRejected", "OOMKilled", "PodTerminated")
 #: node decisions that belong in a pod's story
 NODE_CONTEXT = ("NodeConditionChanged", "NodeReclaimed", "ImageGarbageCollected", "NodeTaintAdded", "NodeTaintRemoved")
+#: node decisions an ending may cite (a shutdown's kill plan)
+NODE_CAUSES = ("NodeShutdownStarted",)
 #: how far back an eviction's story starts
 LOOKBACK = 15 * 60 * SECOND
 
@@ -177,7 +179,8 @@ def explain(
         exp.ranking = ranking_rows(data, pod)
         exp.verdict, exp.grace = _eviction_verdict(pod, end, data, exp.ranking, when)
     else:
-        exp.verdict, exp.grace = _other_verdict(pod, end, data, when)
+        cited = {e.id: _data(e) for e in node_events if e.type in NODE_CAUSES and e.id in end.causes}
+        exp.verdict, exp.grace = _other_verdict(pod, end, data, when, cited)
     steps.sort(key=lambda s: (s.t, s.what != "ThresholdCrossed"))
     exp.steps = steps
     return exp
@@ -285,7 +288,19 @@ def _eviction_verdict(
     return verdict, grace
 
 
-def _other_verdict(pod: str, end: Envelope, data: dict[str, Any], when: Any) -> tuple[str, str]:
+def _shutdown_kill(pod: str, plans: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The group and the kill of ``pod`` in the shutdown plan its termination cites."""
+    for plan in plans.values():
+        for group in plan.get("groups") or []:
+            for kill in group.get("kills") or []:
+                if kill.get("pod") == pod:
+                    return group, kill
+    return None
+
+
+def _other_verdict(
+    pod: str, end: Envelope, data: dict[str, Any], when: Any, cited: dict[str, dict[str, Any]] | None = None
+) -> tuple[str, str]:
     at = f"at {end.t / SECOND:g}s ({when(end.t)})"
     grace = f"{data['gracePeriodSeconds']} s" if "gracePeriodSeconds" in data else ""
     if end.type == "OOMKilled":
@@ -306,7 +321,17 @@ def _other_verdict(pod: str, end: Envelope, data: dict[str, Any], when: Any) -> 
     if end.type == "PodForceDeleted":
         return f"{pod} was force-deleted {at}: {data.get('reason')}.", "0 s (forced)"
     reason = data.get("reason", "?")
-    return f"{pod} was terminated on {end.node} {at} ({reason}).", grace
+    verdict = f"{pod} was terminated on {end.node} {at} ({reason})."
+    found = _shutdown_kill(pod, cited or {}) if reason == "NodeShutdown" else None
+    if found is not None:
+        group, kill = found
+        verdict += f" The graceful shutdown killed it in the group of priority {group.get('priority')}"
+        verdict += f" ({group.get('gracePeriodSeconds')} s) at {kill.get('at'):g}s."
+        if kill.get("priorityFrom"):
+            verdict += f" It is a {kill['priorityFrom']}."
+        if kill.get("graceFrom"):
+            grace += f": {kill['graceFrom']}"
+    return verdict, grace
 
 
 def _pod_step(e: Envelope) -> str | None:

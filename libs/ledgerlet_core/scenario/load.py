@@ -27,12 +27,13 @@ from ledgerlet_core.kubelet.config import (
     config_for_node,
     resolve_kubelet_config,
 )
-from ledgerlet_core.model.annotations import FILESYSTEMS_ANNOTATION
+from ledgerlet_core.model.annotations import FILESYSTEMS_ANNOTATION, MANIFEST_PRIORITY_ANNOTATION
 from ledgerlet_core.model.codec import convert, object_builtins, to_builtins
 from ledgerlet_core.model.duration import DurationError, parse_duration, seconds
 from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.model.k8s.decode import UnsupportedKind, decode_object, object_label
 from ledgerlet_core.model.k8s.objects import AnyObject, Node, Pod, PriorityClass, RuntimeClass, Workload
+from ledgerlet_core.model.k8s.priority import is_static_pod
 from ledgerlet_core.model.summary import Summary
 from ledgerlet_core.model.timefmt import EPOCH, parse_rfc3339
 from ledgerlet_core.model.usage import LAYOUTS, NodeUsage, PodUsage, parse_node_usage, parse_pod_usage
@@ -429,6 +430,12 @@ def _resolve_initial_pods(objects: list[AnyObject], controller: ControllerConfig
                     error.message, obj=f"objects[{i}] PriorityClass {obj.metadata.name}", field=error.field
                 )
         if isinstance(obj, Pod):
+            if is_static_pod(obj):  # the kubelet keeps the manifest's priority (see kubelet_priority)
+                manifest = "" if obj.spec.priority is None else str(obj.spec.priority)
+                annotations = {**obj.metadata.annotations, MANIFEST_PRIORITY_ANNOTATION: manifest}
+                obj = msgspec.structs.replace(
+                    obj, metadata=msgspec.structs.replace(obj.metadata, annotations=annotations)
+                )
             try:
                 obj = admit_pod(
                     obj,

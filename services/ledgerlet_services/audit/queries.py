@@ -24,7 +24,7 @@ from ledgerlet_core.kubelet.eviction.thresholds import Threshold
 from ledgerlet_core.model.duration import SECOND
 from ledgerlet_core.model.summary import Summary
 from ledgerlet_core.model.timefmt import format_rfc3339, parse_rfc3339
-from ledgerlet_core.postmortem.explain import LOOKBACK, NODE_CONTEXT, Explanation, ending, explain
+from ledgerlet_core.postmortem.explain import LOOKBACK, NODE_CAUSES, NODE_CONTEXT, Explanation, ending, explain
 from ledgerlet_core.postmortem.signals_series import has_image_fs, thresholds_for_node
 from ledgerlet_store.store import EventStore, StoredEvent, order_key
 
@@ -207,7 +207,9 @@ class Audit:
             t_from = max(0, end.t - LOOKBACK)
             node_events = [
                 e.envelope
-                for e in await self.store.read_node(run, end.node, t_from=t_from, t_to=end.t, types=NODE_CONTEXT)
+                for e in await self.store.read_node(
+                    run, end.node, t_from=t_from, t_to=end.t, types=(*NODE_CONTEXT, *NODE_CAUSES)
+                )
             ]
             if end.type == "PodEvicted":
                 observations = [

@@ -44,6 +44,10 @@ _VIEW_TYPES = frozenset(
         "PodTerminated",
         "PodForceDeleted",
         "OOMKilled",
+        "NodeTaintAdded",
+        "NodeTaintRemoved",
+        "NodeTainted",
+        "NodeUntainted",
     }
 )
 

@@ -80,13 +80,31 @@ class ControllerManager(Loop):
     def _started(self, env: Envelope, data: PodStarted, out: Emitter) -> None:
         self.controllers.started(data.pod, data.uid, env.t, out)
 
+    # -- node taints: where DaemonSets may run --------------------------------------------------
+    @on(dec.NodeTaintAdded)
+    def _plane_taint_added(self, env: Envelope, data: dec.NodeTaintAdded, out: Emitter) -> None:
+        self.controllers.taints_changed(env.t, out)
+
+    @on(dec.NodeTaintRemoved)
+    def _plane_taint_removed(self, env: Envelope, data: dec.NodeTaintRemoved, out: Emitter) -> None:
+        self.controllers.taints_changed(env.t, out)
+
+    @on(inp.NodeTainted)
+    def _tainted(self, env: Envelope, data: inp.NodeTainted, out: Emitter) -> None:
+        self.controllers.taints_changed(env.t, out)
+
+    @on(inp.NodeUntainted)
+    def _untainted(self, env: Envelope, data: inp.NodeUntainted, out: Emitter) -> None:
+        self.controllers.taints_changed(env.t, out)
+
     # -- the work, once the instant's inputs are in -------------------------------------------
     @on(ClockTick)
     def _tick(self, env: Envelope, data: ClockTick, out: Emitter) -> None:
         self.controllers.timers.fired(env.t, data.phase)
         if data.phase == PHASE_TIMERS:
             nodes = {name: entry.node for name, entry in self.cluster.nodes.items()}
-            self.controllers.sync(env.t, nodes, out)
+            taints = {name: entry.taints for name, entry in self.cluster.nodes.items()}
+            self.controllers.sync(env.t, nodes, out, taints)
 
 
 __all__ = ["ControllerManager"]

@@ -107,10 +107,9 @@ class ShutdownManager(Loop):
             return
         out.decide(started.ready, node=name)
         self.machine.started(name, out.decide(started.started, node=name))
-        if started.ends_at > env.t:
-            self.timers.want(started.ends_at, PHASE_TIMERS, out)
-        else:
-            self._complete(env, name, out)
+        # completed at a tick of its own, even at this instant: the kubelet's kills (due now
+        # too) run first, so pods that exit at once are not left Terminating by the halt
+        self.timers.want(started.ends_at, PHASE_TIMERS, out)
 
     def _complete(self, env: Envelope, name: str, out: Emitter) -> None:
         record, started_id = self.machine.complete(name, env.t, self.cluster.settings.start_unix)
