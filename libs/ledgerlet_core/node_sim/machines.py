@@ -46,6 +46,7 @@ from ledgerlet_core.node_sim.stats import (
     plan_pod,
     pod_images,
     pod_writable_bytes,
+    running_containers,
 )
 
 
@@ -308,7 +309,7 @@ class Machines:
         if node.memory is None or node.capacity is None:
             return
         pod, plan = node.pods[pod_key], node.plans[pod_key]
-        by_name = {c.name: c for c in pod.spec.containers}
+        by_name = {c.name: c for c in running_containers(pod)}  # sidecars have their own oom_score_adj
         for name, memory, _, _ in plan.containers:
             old = node.memory.runs.get((pod_key, name))
             run = ContainerRun(

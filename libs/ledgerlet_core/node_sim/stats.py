@@ -18,7 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from ledgerlet_core.model.k8s.objects import Node, Pod
+from ledgerlet_core.model.k8s.objects import Container, Node, Pod
+from ledgerlet_core.model.k8s.resources import is_sidecar
 from ledgerlet_core.model.k8s.volumes import local_volume_names
 from ledgerlet_core.model.summary import (
     ContainerStats,
@@ -119,6 +120,11 @@ class PodPlan:
     pids: Series
 
 
+def running_containers(pod: Pod) -> list[Container]:
+    """The containers that run for the pod's life: its sidecars, then its main containers."""
+    return [*(c for c in pod.spec.init_containers if is_sidecar(c)), *pod.spec.containers]
+
+
 def plan_pod(pod: Pod, usage: PodUsage | None) -> PodPlan:
     """Per-container usage when ``containers`` splits it; otherwise the pod-level series
     go to the first container. The pod's inode count is carried on the first container."""
@@ -138,9 +144,11 @@ def plan_pod(pod: Pod, usage: PodUsage | None) -> PodPlan:
         volumes = [(name, series, name in local or not local) for name, series in u.volumes_by_name.items()]
     elif u.volumes is not ZERO or local:
         volumes = [(local[0] if local else "ephemeral", u.volumes, True)]
+    # sidecars (restartable init containers) run beside the main containers, each under its
+    # own memory limit (kuberuntime_container_linux.go sets it on every container it starts)
     limits = {
         c.name: c.resources.limits["memory"].value()
-        for c in pod.spec.containers
+        for c in running_containers(pod)
         if "memory" in c.resources.limits and c.resources.limits["memory"].value() > 0
     }
     return PodPlan(
