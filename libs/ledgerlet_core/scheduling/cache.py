@@ -18,6 +18,7 @@ from ledgerlet_core.model.quantity import parse_quantity
 from ledgerlet_core.scheduling.disruption import pdb_views
 from ledgerlet_core.scheduling.info import NodeInfo, PodInfo
 from ledgerlet_core.scheduling.preemption import PDB
+from ledgerlet_core.scheduling.vector import NodeTable
 
 
 class SchedulerCache:
@@ -34,6 +35,9 @@ class SchedulerCache:
         self._user_taints: dict[str, list[Taint]] = {}
         #: the taints of each node's object, as last applied, less those ``untaint`` removed
         self._spec_taints: dict[str, list[Taint]] = {}
+        #: the nodes as columns for the vector cycle, and the rows to refresh before the next
+        self._table: NodeTable | None = None
+        self._stale: set[str] = set()
         self._plane_taints: dict[str, list[Taint]] = {}
 
     # -- nodes -------------------------------------------------------------------------
@@ -47,11 +51,12 @@ class SchedulerCache:
         if info is None:
             info = self.nodes[name] = NodeInfo(name, len(self._objects) - 1, dict(node.metadata.labels), alloc)
             self._node_list = None
+            self._table = None
         else:
             info.labels, info.allocatable = dict(node.metadata.labels), alloc
         info.unschedulable = node.spec.unschedulable
         self._spec_taints[name] = list(node.spec.taints)
-        self._retaint(name)
+        self._retaint(name)  # (marks the row stale)
 
     def machine_declared(self, name: str, capacity: Mapping[str, int]) -> bool:
         """The machine under a node (closed loop); True when the node is known and refreshed."""
@@ -70,11 +75,13 @@ class SchedulerCache:
         if alloc == info.allocatable:
             return False
         info.allocatable = alloc
+        self._stale.add(name)
         return True
 
     def node_deleted(self, name: str) -> None:
         if self.nodes.pop(name, None) is not None:
             self._node_list = None
+            self._table = None
 
     def in_order(self) -> list[NodeInfo]:
         """Nodes in the order they first appeared."""
@@ -82,12 +89,26 @@ class SchedulerCache:
             self._node_list = sorted(self.nodes.values(), key=lambda n: n.order)
         return self._node_list
 
+    def table(self) -> NodeTable:
+        """The nodes as columns, in the order of :meth:`in_order`, brought up to date."""
+        if self._table is None:
+            self._table = NodeTable.build(self.in_order())
+            self._stale.clear()
+        elif self._stale:
+            for name in self._stale:
+                row = self._table.index.get(name)
+                if row is not None:
+                    self._table.refresh(row, self.nodes[name])
+            self._stale.clear()
+        return self._table
+
     # -- taints ------------------------------------------------------------------------
     def _retaint(self, name: str) -> None:
         info = self.nodes.get(name)
         if info is not None:
             spec = self._spec_taints.get(name, [])
             info.taints = [*spec, *self._plane_taints.get(name, []), *self._user_taints.get(name, [])]
+            self._stale.add(name)
 
     def plane_taint_added(self, name: str, taint: Taint) -> None:
         taints = self._plane_taints.setdefault(name, [])
@@ -123,6 +144,7 @@ class SchedulerCache:
         info.nominated = ""
         node.add(info)
         self.pod_node[info.key] = node_name
+        self._stale.add(node_name)
 
     def bound(self, key: str) -> PodInfo | None:
         node = self.nodes.get(self.pod_node.get(key, ""))
@@ -131,7 +153,10 @@ class SchedulerCache:
     def gone(self, key: str) -> bool:
         """The pod no longer holds resources on its node; True if the cache had it there."""
         node = self.nodes.get(self.pod_node.pop(key, ""))
-        return node is not None and node.remove(key) is not None
+        if node is None or node.remove(key) is None:
+            return False
+        self._stale.add(node.name)
+        return True
 
     # -- nominations -------------------------------------------------------------------
     def nominated_view(self) -> dict[str, list[PodInfo]]:

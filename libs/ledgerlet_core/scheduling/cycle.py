@@ -13,11 +13,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+import numpy as np
+
 from ledgerlet_core.scheduling.config import SchedulerConfig
 from ledgerlet_core.scheduling.filters import FITS, NodeStatus, fit_error, run_filters
 from ledgerlet_core.scheduling.info import NodeInfo, PodInfo
 from ledgerlet_core.scheduling.preemption import PDB, Preemption, preempt
 from ledgerlet_core.scheduling.scores import NodeScore, num_feasible_nodes_to_find, score_nodes
+from ledgerlet_core.scheduling.vector import NodeTable, filter_all, score_all, supports
 
 NO_NODES: Final = "no nodes available to schedule pods"
 
@@ -45,7 +48,10 @@ def schedule_one(
     *,
     now: int,
     start_index: int,
+    table: NodeTable | None = None,
 ) -> CycleResult:
+    """``table``: the nodes as columns (:mod:`.vector`): every node filtered at once, with
+    the same result; node by node without it (or for a pod it cannot hold exactly)."""
     total = len(nodes)
     if total == 0:
         return CycleResult(message=NO_NODES, reasons=[NO_NODES], next_start=start_index)
@@ -60,6 +66,8 @@ def schedule_one(
                 evaluated=1,
             )
     want = num_feasible_nodes_to_find(settings.percentage_of_nodes_to_score, total)
+    if table is not None and supports(table, pod):
+        return _vector_cycle(pod, nodes, table, nominated_by_node, pdbs, settings, now, start_index, want)
     statuses: dict[str, NodeStatus] = {}
     feasible: list[NodeInfo] = []
     processed = 0
@@ -74,29 +82,7 @@ def schedule_one(
                 break
     next_start = (start_index + processed) % total
     if not feasible:
-        failures = [s for s in statuses.values() if not s.fits]
-        reasons = sorted({r for s in failures for r in s.reasons})
-        post = None
-        if not settings.disable_preemption:
-            post = preempt(
-                pod,
-                nodes,
-                statuses,
-                pdbs,
-                nominated_by_node,
-                now=now,
-                min_percentage=settings.min_candidate_nodes_percentage,
-                min_absolute=settings.min_candidate_nodes_absolute,
-            )
-        message = fit_error(total, failures, post.message if post is not None else "")
-        return CycleResult(
-            statuses=statuses,
-            reasons=reasons,
-            message=message,
-            preemption=post,
-            next_start=next_start,
-            evaluated=processed,
-        )
+        return _unfeasible(pod, nodes, statuses, nominated_by_node, pdbs, settings, now, next_start, processed)
     if len(feasible) == 1:
         return CycleResult(
             node=feasible[0].name,
@@ -110,12 +96,96 @@ def schedule_one(
     winners = [s for s, n in zip(scores, feasible, strict=True) if s.total == best]
     order = {n.name: n.order for n in feasible}
     winners.sort(key=lambda s: order[s.node])
-    why = "highest score" if len(winners) == 1 else f"highest score, tied with {len(winners) - 1} (node order)"
     return CycleResult(
         node=winners[0].node,
         statuses=statuses,
         scores=scores,
-        why=why,
+        why=_why(len(winners)),
+        next_start=next_start,
+        evaluated=processed,
+    )
+
+
+def _why(winners: int) -> str:
+    return "highest score" if winners == 1 else f"highest score, tied with {winners - 1} (node order)"
+
+
+def _vector_cycle(
+    pod: PodInfo,
+    nodes: Sequence[NodeInfo],
+    table: NodeTable,
+    nominated_by_node: Mapping[str, Sequence[PodInfo]],
+    pdbs: Sequence[PDB],
+    settings: SchedulerConfig,
+    now: int,
+    start_index: int,
+    want: int,
+) -> CycleResult:
+    """The same cycle with every node filtered at once: the first ``want`` feasible nodes
+    in rotated order, exactly as the node-by-node loop would stop at them."""
+    total = len(nodes)
+    filtered = filter_all(pod, table, nodes, nominated_by_node)
+    rotated = (start_index + np.arange(total)) % total
+    fits = filtered.fits[rotated]
+    found = np.cumsum(fits)
+    processed = int(np.searchsorted(found, want)) + 1 if found[-1] >= want else total
+    evaluated = rotated[:processed]
+    statuses = {table.names[int(i)]: filtered.status(int(i)) for i in evaluated}
+    feasible = evaluated[fits[:processed]]
+    next_start = (start_index + processed) % total
+    if feasible.size == 0:
+        return _unfeasible(pod, nodes, statuses, nominated_by_node, pdbs, settings, now, next_start, processed)
+    if feasible.size == 1:
+        name = table.names[int(feasible[0])]
+        return CycleResult(
+            node=name, statuses=statuses, why="the only feasible node", next_start=next_start, evaluated=processed
+        )
+    scored = score_all(pod, table, feasible, nodes)
+    best = scored.totals.max()
+    winners = feasible[scored.totals == best]
+    return CycleResult(
+        node=table.names[int(winners.min())],  # rows are in node order: ties go to the first
+        statuses=statuses,
+        scores=scored.best,
+        why=_why(int(winners.size)),
+        next_start=next_start,
+        evaluated=processed,
+    )
+
+
+def _unfeasible(
+    pod: PodInfo,
+    nodes: Sequence[NodeInfo],
+    statuses: dict[str, NodeStatus],
+    nominated_by_node: Mapping[str, Sequence[PodInfo]],
+    pdbs: Sequence[PDB],
+    settings: SchedulerConfig,
+    now: int,
+    next_start: int,
+    processed: int,
+) -> CycleResult:
+    """No node fits: the FitError, and DefaultPreemption's PostFilter."""
+    total = len(nodes)
+    failures = [s for s in statuses.values() if not s.fits]
+    reasons = sorted({r for s in failures for r in s.reasons})
+    post = None
+    if not settings.disable_preemption:
+        post = preempt(
+            pod,
+            nodes,
+            statuses,
+            pdbs,
+            nominated_by_node,
+            now=now,
+            min_percentage=settings.min_candidate_nodes_percentage,
+            min_absolute=settings.min_candidate_nodes_absolute,
+        )
+    message = fit_error(total, failures, post.message if post is not None else "")
+    return CycleResult(
+        statuses=statuses,
+        reasons=reasons,
+        message=message,
+        preemption=post,
         next_start=next_start,
         evaluated=processed,
     )

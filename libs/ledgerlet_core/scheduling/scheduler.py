@@ -42,6 +42,8 @@ class KubeScheduler:
         self.queue: dict[str, QueuedPod] = {}
         self.start_index = 0
         self._seq = 0
+        #: filter and score every node at once (the same decisions; off: node by node)
+        self.vectorized = True
 
     def configure(self, config: SchedulerConfig) -> None:
         self.config = config
@@ -131,6 +133,7 @@ class KubeScheduler:
             self.config,
             now=now,
             start_index=self.start_index,
+            table=self.cache.table() if self.vectorized else None,
         )
         self.start_index = result.next_start
         causes = [tick, p.cause] if p.cause else [tick]
