@@ -134,3 +134,21 @@ def test_the_vector_cycle_decides_as_the_node_by_node_one(seed: int) -> None:
 def test_a_fractional_byte_keeps_the_cycle_node_by_node() -> None:
     node = NodeInfo("n0", 0, {}, {"cpu": 4 * 10**9, "memory": 4 * GI + 1, "pods": 110 * 10**9})
     assert not NodeTable.build([node]).exact
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_victims_by_arithmetic_are_the_dry_runs_victims(seed: int) -> None:
+    from ledgerlet_core.scheduling.preemption import select_victims_on_node
+
+    rng = random.Random(1000 + seed)
+    nodes, _, pdbs = make_cluster(rng)
+    pod = pod_info(make_pod(rng, "preemptor"))
+    pod.priority = rng.choice([100, 1000, 5000])
+    for node in nodes:
+        fast = select_victims_on_node(pod, node, pdbs, (), 50 * 10**9)
+        slow = select_victims_on_node(pod, node, pdbs, (), 50 * 10**9, arithmetic=False)
+        if isinstance(slow, tuple):
+            assert isinstance(fast, tuple)
+            assert ([v.key for v in fast[0]], fast[1]) == ([v.key for v in slow[0]], slow[1])
+        else:
+            assert fast == slow

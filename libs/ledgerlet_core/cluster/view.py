@@ -27,11 +27,12 @@ from typing import Any
 import msgspec
 
 from ledgerlet_core.apiserver.admission import apply_admitted
+from ledgerlet_core.cluster.decoded import Decoded, SharedDecoding
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import ObjectCreated, PodStarted
-from ledgerlet_core.kubelet.config import KubeletConfig, config_for_node
+from ledgerlet_core.kubelet.config import KubeletConfig
 from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.k8s.objects import Node, PersistentVolume, PersistentVolumeClaim, Pod, Taint
 from ledgerlet_core.model.timefmt import EPOCH, parse_rfc3339
@@ -86,7 +87,10 @@ def _matches(taint: Taint, key: str, effect: str) -> bool:
 
 
 class ClusterView:
-    def __init__(self) -> None:
+    def __init__(self, shared: SharedDecoding | None = None) -> None:
+        """``shared``: where the loops of a process decode objects once (per run)."""
+        self._shared = shared
+        self.decoded = Decoded()
         self.settings = Settings()
         self.nodes: dict[str, NodeEntry] = {}
         #: pods that exist, as admission left them, bound to their node once known
@@ -103,10 +107,10 @@ class ClusterView:
     def arrive(self, env: Envelope, data: Any) -> None:
         """What ``env`` adds or changes, folded in before the loop's handler runs."""
         if isinstance(data, inp.ObjectApplied):
-            self._applied(data)
+            self._applied(env.id, data)
         elif isinstance(data, ObjectCreated):
             if data.object.get("kind") == "Pod":
-                pod = convert(data.object, Pod)
+                pod = self.decoded.object(env.id, data.object, Pod)
                 self.submitted[pod.key] = pod
         elif isinstance(data, dec.PodAdmitted):
             self._admitted(env.pod or "", data)
@@ -125,6 +129,8 @@ class ClusterView:
         elif isinstance(data, dec.NodeTaintAdded | dec.NodeTaintRemoved | inp.NodeTainted | inp.NodeUntainted):
             self._taints(env, data)
         elif isinstance(data, inp.ScenarioStarted):
+            if self._shared is not None and data.digest:
+                self.decoded = self._shared.for_run(env.run, data.digest)
             self.settings = Settings(
                 start=parse_rfc3339(data.start),
                 kubelet=data.kubelet_config,
@@ -173,12 +179,12 @@ class ClusterView:
         return out
 
     # -- folding -------------------------------------------------------------------------
-    def _applied(self, data: inp.ObjectApplied) -> None:
+    def _applied(self, event_id: str, data: inp.ObjectApplied) -> None:
         kind = data.object.get("kind")
         if kind == "Node":
-            node = convert(data.object, Node)
+            node = self.decoded.object(event_id, data.object, Node)
             name = node.metadata.name
-            config = config_for_node(self.settings.kubelet, node.metadata.annotations)
+            config = self.decoded.config(self.settings.kubelet, node.metadata.annotations)
             entry = self.nodes.get(name)
             if entry is None:
                 self.nodes[name] = NodeEntry(node, config, self._nodes_seen)
@@ -187,7 +193,7 @@ class ClusterView:
                 entry.node, entry.config = node, config
                 entry.untainted = []  # the object applied now says which taints it has
         elif kind == "Pod":
-            pod = convert(data.object, Pod)
+            pod = self.decoded.object(event_id, data.object, Pod)
             if data.initial:
                 if pod.status.phase not in TERMINAL_PHASES:
                     self.pods[pod.key] = pod

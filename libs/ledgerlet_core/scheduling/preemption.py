@@ -117,13 +117,23 @@ def pdb_violations(victims: Sequence[PodInfo], pdbs: Sequence[PDB]) -> tuple[lis
 
 
 def select_victims_on_node(
-    pod: PodInfo, node: NodeInfo, pdbs: Sequence[PDB], nominated: Sequence[PodInfo], now: int
+    pod: PodInfo,
+    node: NodeInfo,
+    pdbs: Sequence[PDB],
+    nominated: Sequence[PodInfo],
+    now: int,
+    *,
+    arithmetic: bool = True,
 ) -> tuple[list[PodInfo], int] | NodeStatus:
     """Remove every lower-priority pod, check the pod fits, then reprieve as many as possible
     (PDB-violating ones first, most important first). Victims in importance order."""
     potential = [p for p in node.pods.values() if p.priority < pod.priority]
     if not potential:
         return NodeStatus(UNRESOLVABLE, (NO_VICTIMS,), "DefaultPreemption")
+    if arithmetic and not nominated:
+        fast = _victims_by_arithmetic(pod, node, potential, pdbs, now)
+        if fast is not None:
+            return fast
     trial = node.clone()
     for p in potential:
         trial.remove(p.key)
@@ -143,6 +153,55 @@ def select_victims_on_node(
                 violations += counts
     victims.sort(key=importance_key(now))
     return victims, violations
+
+
+def _victims_by_arithmetic(
+    pod: PodInfo, node: NodeInfo, potential: list[PodInfo], pdbs: Sequence[PDB], now: int
+) -> tuple[list[PodInfo], int] | None:
+    """:func:`select_victims_on_node` on a node whose only failing filter is
+    NodeResourcesFit and that has no nominated pods: removing pods changes nothing but the
+    node's requests and pod count, so each fit check is arithmetic on them (no copies of
+    the node, no statuses). None when the pod still does not fit with every victim gone
+    (the caller reports the filter's status)."""
+    if run_filters(pod, _static_probe(node), ()).code == UNRESOLVABLE:
+        return None
+    wants = [(k, v) for k, v in pod.requests.items() if v > 0 and k != "pods"]
+    requested = dict(node.requested)
+    count = len(node.pods)
+
+    def fits() -> bool:
+        if count + 1 > node.allowed_pods:
+            return False
+        return all(want <= node.allocatable.get(k, 0) - requested.get(k, 0) for k, want in wants)
+
+    for p in potential:
+        for k, v in p.requests.items():
+            requested[k] = requested.get(k, 0) - v
+        count -= 1
+    if not fits():
+        return None
+    potential.sort(key=importance_key(now))
+    violating, ok = pdb_violations(potential, pdbs) if pdbs else ([], potential)
+    victims: list[PodInfo] = []
+    violations = 0
+    for group, counts in ((violating, True), (ok, False)):
+        for p in group:
+            for k, v in p.requests.items():
+                requested[k] = requested.get(k, 0) + v
+            count += 1
+            if not fits():
+                for k, v in p.requests.items():
+                    requested[k] = requested.get(k, 0) - v
+                count -= 1
+                victims.append(p)
+                violations += counts
+    victims.sort(key=importance_key(now))
+    return victims, violations
+
+
+def _static_probe(node: NodeInfo) -> NodeInfo:
+    """The node's filters that pods do not change (cordon, taints, labels), with room for anything."""
+    return NodeInfo(node.name, node.order, node.labels, {"pods": 1 << 62}, node.taints, node.unschedulable)
 
 
 def _pick(candidates: list[Candidate], now: int) -> tuple[Candidate, str, list[str]]:

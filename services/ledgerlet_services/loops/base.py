@@ -20,6 +20,7 @@ from typing import Any, ClassVar, TypeVar
 
 import msgspec
 
+from ledgerlet_core.cluster.decoded import SharedDecoding
 from ledgerlet_core.cluster.view import ClusterView
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.order import rank_of
@@ -53,6 +54,9 @@ _VIEW_TYPES = frozenset(
 
 _MARK = "__ledgerlet_handles__"
 
+#: objects decoded once for every loop of this process (see ledgerlet_core.cluster.decoded)
+SHARED_DECODING = SharedDecoding()
+
 
 @dataclass(frozen=True, slots=True)
 class _Route:
@@ -81,7 +85,7 @@ class Loop:
     _routes: ClassVar[dict[str, _Route]]
 
     def __init__(self) -> None:
-        self.cluster = ClusterView()
+        self.cluster = ClusterView(SHARED_DECODING)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

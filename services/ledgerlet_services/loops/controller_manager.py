@@ -15,7 +15,6 @@ from ledgerlet_core.contracts.internal import PHASE_TIMERS, ClockTick, PodStarte
 from ledgerlet_core.contracts.topics import CLOCK, DECISIONS, INPUTS
 from ledgerlet_core.controllers.reconcile import PodState, WorkloadControllers
 from ledgerlet_core.loop.emitter import Emitter
-from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.k8s.objects import Pod, Workload
 from ledgerlet_services.loops.base import Loop, on
 
@@ -33,9 +32,11 @@ class ControllerManager(Loop):
     def _applied(self, env: Envelope, data: inp.ObjectApplied, out: Emitter) -> None:
         kind = data.object.get("kind")
         if kind in Workload.KINDS:
-            self.controllers.workload_applied(convert(data.object, Workload))
+            self.controllers.workload_applied(self.cluster.decoded.object(env.id, data.object, Workload))
         elif kind == "Pod" and data.initial:
-            self.controllers.adopt(convert(data.object, Pod))  # terminated ones too: they are its failures
+            self.controllers.adopt(
+                self.cluster.decoded.object(env.id, data.object, Pod)
+            )  # terminated ones too: they are its failures
         elif kind != "Node":
             return
         self.controllers.changed(env.t, out)

@@ -72,7 +72,7 @@ class Scheduler(Loop):
         elif kind in ("Pod", "PriorityClass") and not data.initial:
             self._submit(env, obj, out)
         elif kind == "Pod":
-            self._initial_pod(convert(obj, Pod))
+            self._initial_pod(self.cluster.decoded.object(env.id, obj, Pod))
         elif kind == "PriorityClass":
             self.apiserver.class_exists(convert(obj, PriorityClass))  # defaulted when decoded
         elif kind == "RuntimeClass":
@@ -212,7 +212,7 @@ class Scheduler(Loop):
             if refused is not None:
                 out.decide(refused)
             return
-        raw = convert(s.object, Pod)
+        raw = self.cluster.decoded.object(s.cause, s.object, Pod)
         if self.scheduler.is_known(raw.key):
             return  # an update of a pod the API server has: spec.priority etc. are immutable
         try:

@@ -1,0 +1,72 @@
+"""Objects decoded once per process, whichever loop asks first.
+
+Every loop folds the same events; in the embedded run six loops share a process, and
+each used to turn the same Pod or Node JSON into its model and resolve the same node's
+kubelet configuration (the costliest steps of folding). Decoding is a pure function of
+the event (and a configuration of its inputs), so its result can be shared: objects by
+the id of the event that carried them (ids are unique per run), configurations by their
+inputs. A run's objects are kept apart from other runs' (a run id may be used again, as
+tests and replays do, so objects are shared only between loops that saw the same
+``ScenarioStarted``: same run, same scenario digest). Decoded objects are immutable by
+convention here (changes are made with
+``msgspec.structs.replace``), so sharing them cannot leak one loop's state into another's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import Any, TypeVar
+
+from ledgerlet_core.kubelet.config import KUBELET_CONFIG_ANNOTATION, KubeletConfig, config_for_node
+from ledgerlet_core.model.codec import convert
+
+T = TypeVar("T")
+
+#: objects kept: enough for every loop of a process to meet the same event in a batch
+CAPACITY = 200_000
+
+
+class Decoded:
+    def __init__(self, capacity: int = CAPACITY) -> None:
+        self._capacity = capacity
+        self._objects: OrderedDict[tuple[str, type[Any]], Any] = OrderedDict()
+        self._configs: dict[tuple[str, str], KubeletConfig] = {}
+
+    def object(self, event_id: str, raw: Mapping[str, Any], model: type[T]) -> T:
+        """``raw`` (the object event ``event_id`` carries) as ``model``."""
+        key = (event_id, model)
+        found = self._objects.get(key)
+        if found is None:
+            found = self._objects[key] = convert(raw, model)
+            if len(self._objects) > self._capacity:
+                self._objects.popitem(last=False)
+        return found
+
+    def config(self, base: Mapping[str, Any], annotations: Mapping[str, str]) -> KubeletConfig:
+        """A node's kubelet configuration: the scenario's with the node's annotation applied."""
+        key = (json.dumps(base, sort_keys=True, default=str), annotations.get(KUBELET_CONFIG_ANNOTATION, ""))
+        found = self._configs.get(key)
+        if found is None:
+            found = self._configs[key] = config_for_node(base, annotations)
+        return found
+
+
+class SharedDecoding:
+    """One :class:`Decoded` per run (and scenario digest), for the loops of one process."""
+
+    def __init__(self, runs: int = 16) -> None:
+        self._runs = runs
+        self._by_run: OrderedDict[tuple[str, str], Decoded] = OrderedDict()
+
+    def for_run(self, run: str, digest: str) -> Decoded:
+        key = (run, digest)
+        found = self._by_run.get(key)
+        if found is None:
+            found = self._by_run[key] = Decoded()
+            if len(self._by_run) > self._runs:
+                self._by_run.popitem(last=False)
+        else:
+            self._by_run.move_to_end(key)
+        return found
