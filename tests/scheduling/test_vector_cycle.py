@@ -152,3 +152,27 @@ def test_victims_by_arithmetic_are_the_dry_runs_victims(seed: int) -> None:
             assert ([v.key for v in fast[0]], fast[1]) == ([v.key for v in slow[0]], slow[1])
         else:
             assert fast == slow
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_kept_dry_runs_decide_as_fresh_ones_while_nodes_change(seed: int) -> None:
+    """Preemption with kept dry runs, attempt after attempt as pods come and go, against
+    preemption that runs every dry run afresh."""
+    from ledgerlet_core.scheduling.preemption import DryRuns
+
+    rng = random.Random(5000 + seed)
+    nodes, nominated, pdbs = make_cluster(rng)
+    kept = DryRuns()
+    settings = SchedulerConfig()
+    for attempt in range(6):
+        pod = pod_info(make_pod(rng, f"preemptor-{attempt % 2}"))  # the same name comes back
+        pod.priority = rng.choice([100, 1000])
+        kw: dict[str, Any] = {"now": rng.choice([0, 10]) * 10**9, "start_index": 0}
+        fresh = schedule_one(pod, nodes, nominated, pdbs, settings, **kw)
+        cached = schedule_one(pod, nodes, nominated, pdbs, settings, dry_runs=kept, **kw)
+        assert essentials(cached) == essentials(fresh)
+        node = rng.choice(nodes)  # something changes between attempts
+        if node.pods and rng.random() < 0.5:
+            node.remove(rng.choice(list(node.pods)))
+        else:
+            node.add(pod_info(make_pod(rng, f"arrival-{attempt}", node.name)))

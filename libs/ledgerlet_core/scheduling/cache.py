@@ -54,6 +54,7 @@ class SchedulerCache:
             self._table = None
         else:
             info.labels, info.allocatable = dict(node.metadata.labels), alloc
+            info.version += 1
         info.unschedulable = node.spec.unschedulable
         self._spec_taints[name] = list(node.spec.taints)
         self._retaint(name)  # (marks the row stale)
@@ -75,6 +76,7 @@ class SchedulerCache:
         if alloc == info.allocatable:
             return False
         info.allocatable = alloc
+        info.version += 1
         self._stale.add(name)
         return True
 
@@ -109,6 +111,7 @@ class SchedulerCache:
             spec = self._spec_taints.get(name, [])
             info.taints = [*spec, *self._plane_taints.get(name, []), *self._user_taints.get(name, [])]
             self._stale.add(name)
+            info.version += 1
 
     def plane_taint_added(self, name: str, taint: Taint) -> None:
         taints = self._plane_taints.setdefault(name, [])
@@ -145,6 +148,14 @@ class SchedulerCache:
         node.add(info)
         self.pod_node[info.key] = node_name
         self._stale.add(node_name)
+
+    def started(self, key: str, now: int) -> None:
+        """Its kubelet started it: preemption compares start times."""
+        node = self.nodes.get(self.pod_node.get(key, ""))
+        info = node.pods.get(key) if node is not None else None
+        if node is not None and info is not None:
+            info.start = now
+            node.version += 1
 
     def bound(self, key: str) -> PodInfo | None:
         node = self.nodes.get(self.pod_node.get(key, ""))

@@ -18,7 +18,7 @@ import numpy as np
 from ledgerlet_core.scheduling.config import SchedulerConfig
 from ledgerlet_core.scheduling.filters import FITS, NodeStatus, fit_error, run_filters
 from ledgerlet_core.scheduling.info import NodeInfo, PodInfo
-from ledgerlet_core.scheduling.preemption import PDB, Preemption, preempt
+from ledgerlet_core.scheduling.preemption import PDB, DryRuns, Preemption, preempt
 from ledgerlet_core.scheduling.scores import NodeScore, num_feasible_nodes_to_find, score_nodes
 from ledgerlet_core.scheduling.vector import NodeTable, filter_all, score_all, supports
 
@@ -49,9 +49,11 @@ def schedule_one(
     now: int,
     start_index: int,
     table: NodeTable | None = None,
+    dry_runs: DryRuns | None = None,
 ) -> CycleResult:
     """``table``: the nodes as columns (:mod:`.vector`): every node filtered at once, with
-    the same result; node by node without it (or for a pod it cannot hold exactly)."""
+    the same result; node by node without it (or for a pod it cannot hold exactly).
+    ``dry_runs``: preemption's dry runs kept while their nodes stay the same."""
     total = len(nodes)
     if total == 0:
         return CycleResult(message=NO_NODES, reasons=[NO_NODES], next_start=start_index)
@@ -67,7 +69,7 @@ def schedule_one(
             )
     want = num_feasible_nodes_to_find(settings.percentage_of_nodes_to_score, total)
     if table is not None and supports(table, pod):
-        return _vector_cycle(pod, nodes, table, nominated_by_node, pdbs, settings, now, start_index, want)
+        return _vector_cycle(pod, nodes, table, nominated_by_node, pdbs, settings, now, start_index, want, dry_runs)
     statuses: dict[str, NodeStatus] = {}
     feasible: list[NodeInfo] = []
     processed = 0
@@ -82,7 +84,9 @@ def schedule_one(
                 break
     next_start = (start_index + processed) % total
     if not feasible:
-        return _unfeasible(pod, nodes, statuses, nominated_by_node, pdbs, settings, now, next_start, processed)
+        return _unfeasible(
+            pod, nodes, statuses, nominated_by_node, pdbs, settings, now, next_start, processed, dry_runs
+        )
     if len(feasible) == 1:
         return CycleResult(
             node=feasible[0].name,
@@ -120,6 +124,7 @@ def _vector_cycle(
     now: int,
     start_index: int,
     want: int,
+    dry_runs: DryRuns | None,
 ) -> CycleResult:
     """The same cycle with every node filtered at once: the first ``want`` feasible nodes
     in rotated order, exactly as the node-by-node loop would stop at them."""
@@ -130,11 +135,14 @@ def _vector_cycle(
     found = np.cumsum(fits)
     processed = int(np.searchsorted(found, want)) + 1 if found[-1] >= want else total
     evaluated = rotated[:processed]
-    statuses = {table.names[int(i)]: filtered.status(int(i)) for i in evaluated}
+    names = table.names
+    statuses = dict(zip([names[i] for i in evaluated.tolist()], filtered.statuses(evaluated), strict=True))
     feasible = evaluated[fits[:processed]]
     next_start = (start_index + processed) % total
     if feasible.size == 0:
-        return _unfeasible(pod, nodes, statuses, nominated_by_node, pdbs, settings, now, next_start, processed)
+        return _unfeasible(
+            pod, nodes, statuses, nominated_by_node, pdbs, settings, now, next_start, processed, dry_runs
+        )
     if feasible.size == 1:
         name = table.names[int(feasible[0])]
         return CycleResult(
@@ -163,6 +171,7 @@ def _unfeasible(
     now: int,
     next_start: int,
     processed: int,
+    dry_runs: DryRuns | None = None,
 ) -> CycleResult:
     """No node fits: the FitError, and DefaultPreemption's PostFilter."""
     total = len(nodes)
@@ -179,6 +188,7 @@ def _unfeasible(
             now=now,
             min_percentage=settings.min_candidate_nodes_percentage,
             min_absolute=settings.min_candidate_nodes_absolute,
+            dry_runs=dry_runs,
         )
     message = fit_error(total, failures, post.message if post is not None else "")
     return CycleResult(

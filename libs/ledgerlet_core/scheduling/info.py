@@ -99,12 +99,16 @@ class NodeInfo:
     requested: dict[str, int] = field(default_factory=dict)
     nonzero_cpu: int = 0
     nonzero_memory: int = 0
+    #: bumped on every change the scheduler makes (pods in and out, status, taints): what a
+    #: preemption dry run computed on the node holds while it stays the same
+    version: int = 0
 
     @property
     def allowed_pods(self) -> int:
         return self.allocatable.get("pods", 0) // 10**9
 
     def add(self, p: PodInfo) -> None:
+        self.version += 1
         self.pods[p.key] = p
         for k, v in p.requests.items():
             self.requested[k] = self.requested.get(k, 0) + v
@@ -115,6 +119,7 @@ class NodeInfo:
         p = self.pods.pop(key, None)
         if p is None:
             return None
+        self.version += 1
         for k, v in p.requests.items():
             self.requested[k] = self.requested.get(k, 0) - v
         self.nonzero_cpu -= p.nonzero_cpu

@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+import msgspec
+
 from ledgerlet_core.model.k8s.objects import LabelSelector
 from ledgerlet_core.model.k8s.selectors import is_empty, matches
 from ledgerlet_core.scheduling.filters import UNRESOLVABLE, UNSCHEDULABLE, NodeStatus, histogram, run_filters
@@ -204,6 +206,65 @@ def _static_probe(node: NodeInfo) -> NodeInfo:
     return NodeInfo(node.name, node.order, node.labels, {"pods": 1 << 62}, node.taints, node.unschedulable)
 
 
+DryRun = tuple[list[PodInfo], int] | NodeStatus
+
+
+class DryRuns:
+    """``SelectVictimsOnNode`` results, kept while nothing they depend on changes: the node
+    (its version), the preemptor's priority, requests and filters, the pods nominated there,
+    the disruption budgets, and the clock when a pod there has no start time. A high-priority
+    workload that preempts node after node meets the same unchanged nodes at every attempt.
+    One result is kept per node (the last preemptor's)."""
+
+    def __init__(self) -> None:
+        self._kept: dict[str, tuple[int, tuple[object, ...], DryRun]] = {}
+
+    def victims(
+        self,
+        pod: PodInfo,
+        node: NodeInfo,
+        pdbs: Sequence[PDB],
+        nominated: Sequence[PodInfo],
+        now: int,
+        context: tuple[object, ...],
+    ) -> DryRun:
+        """``context``: :func:`attempt_context` (computed once per attempt)."""
+        key = (
+            context,
+            tuple((p.key, p.priority, tuple(p.requests.items())) for p in nominated) if nominated else (),
+            pod.key if nominated and any(p.key == pod.key for p in nominated) else "",
+            now if any(p.start is None for p in node.pods.values()) else None,
+        )
+        kept = self._kept.get(node.name)
+        if kept is not None and kept[0] == node.version and kept[1] == key:
+            return kept[2]
+        result = select_victims_on_node(pod, node, pdbs, nominated, now)
+        self._kept[node.name] = (node.version, key, result)
+        return result
+
+
+def attempt_context(pod: PodInfo, pdbs: Sequence[PDB]) -> tuple[object, ...]:
+    """What every dry run of one attempt reads of the preemptor and the budgets."""
+    return (_preemptor(pod), budgets_key(pdbs))
+
+
+def budgets_key(pdbs: Sequence[PDB]) -> tuple[object, ...]:
+    """What a dry run reads of the disruption budgets."""
+    return tuple(
+        (b.namespace, b.name, b.disruptions_allowed, b.disrupted_pods, msgspec.json.encode(b.selector)) for b in pdbs
+    )
+
+
+def _preemptor(pod: PodInfo) -> tuple[object, ...]:
+    """What a dry run reads of the preemptor."""
+    return (
+        pod.priority,
+        tuple(sorted(pod.requests.items())),
+        tuple(sorted(pod.node_selector.items())),
+        tuple((t.key, t.operator, t.value, t.effect) for t in pod.tolerations),
+    )
+
+
 def _pick(candidates: list[Candidate], now: int) -> tuple[Candidate, str, list[str]]:
     """``pickOneNodeForPreemption``: each step keeps the best; stop when one is left."""
 
@@ -241,8 +302,10 @@ def preempt(
     now: int,
     min_percentage: int,
     min_absolute: int,
+    dry_runs: DryRuns | None = None,
 ) -> Preemption:
-    """``Evaluator.Preempt`` for one pod whose every node failed filtering."""
+    """``Evaluator.Preempt`` for one pod whose every node failed filtering (``dry_runs``:
+    results kept from earlier attempts, used while their node is unchanged)."""
     by_name = {n.name: n for n in nodes}
     why_not = eligible(pod, by_name, statuses)
     if why_not is not None:
@@ -260,10 +323,15 @@ def preempt(
     bad_list: list[Candidate] = []
     dry: dict[str, NodeStatus] = {}
     examined = 0
+    context = attempt_context(pod, pdbs) if dry_runs is not None else ()
     for i in range(len(potential)):
         node = potential[(offset + i) % len(potential)]
         examined += 1
-        result = select_victims_on_node(pod, node, pdbs, nominated_by_node.get(node.name, ()), now)
+        nominated = nominated_by_node.get(node.name, ())
+        if dry_runs is None:
+            result = select_victims_on_node(pod, node, pdbs, nominated, now)
+        else:
+            result = dry_runs.victims(pod, node, pdbs, nominated, now, context)
         if isinstance(result, NodeStatus):
             dry[node.name] = result
         else:

@@ -21,7 +21,7 @@ from ledgerlet_core.scheduling.cache import SchedulerCache
 from ledgerlet_core.scheduling.config import SchedulerConfig
 from ledgerlet_core.scheduling.cycle import CycleResult, schedule_one
 from ledgerlet_core.scheduling.info import PodInfo, pod_info
-from ledgerlet_core.scheduling.preemption import PDB, Preemption, pdb_violations
+from ledgerlet_core.scheduling.preemption import PDB, DryRuns, Preemption, pdb_violations
 from ledgerlet_core.scheduling.queue import QueuedPod, backoff_duration, failed, flush_stale, move_all, ready
 
 
@@ -42,8 +42,10 @@ class KubeScheduler:
         self.queue: dict[str, QueuedPod] = {}
         self.start_index = 0
         self._seq = 0
-        #: filter and score every node at once (the same decisions; off: node by node)
+        #: filter and score every node at once, and keep preemption's dry runs while their
+        #: nodes do not change (the same decisions; off: node by node, every time)
         self.vectorized = True
+        self.dry_runs = DryRuns()
 
     def configure(self, config: SchedulerConfig) -> None:
         self.config = config
@@ -91,9 +93,7 @@ class KubeScheduler:
         return False
 
     def started(self, key: str, now: int) -> None:
-        info = self.cache.bound(key)
-        if info is not None:
-            info.start = now
+        self.cache.started(key, now)
 
     def terminating(self, key: str) -> None:
         info = self.cache.bound(key)
@@ -134,6 +134,7 @@ class KubeScheduler:
             now=now,
             start_index=self.start_index,
             table=self.cache.table() if self.vectorized else None,
+            dry_runs=self.dry_runs if self.vectorized else None,
         )
         self.start_index = result.next_start
         causes = [tick, p.cause] if p.cause else [tick]

@@ -168,6 +168,21 @@ class Filtered:
             found = self._statuses[i] = _interned(code, reasons, plugin)
         return found
 
+    def statuses(self, rows: Int64s) -> list[NodeStatus]:
+        """The status of each row, nodes failing alike sharing one (built once per kind)."""
+        kind = self._codes.kinds()
+        kind = np.where(self.fits, -1, kind)[rows]
+        for i in self._statuses:  # filtered node by node: a kind of their own
+            kind = np.where(rows == i, -2 - i, kind)
+        found: dict[int, NodeStatus] = {-1: FITS}
+        out = []
+        for k, row in zip(kind.tolist(), rows.tolist(), strict=True):
+            status = found.get(k)
+            if status is None:
+                status = found[k] = self.status(row)
+            out.append(status)
+        return out
+
 
 _STATUSES: dict[tuple[str, tuple[str, ...], str], NodeStatus] = {}
 
@@ -216,8 +231,10 @@ def filter_all(
     else:
         selector_bad = np.zeros(n, np.bool_)
     unresolvable = unsched | taint_bad | selector_bad
+    # nominated pods of at least this priority count on their node (RunFilterPluginsWithNominatedPods)
+    extra_pods, extra_requests, exact = _nominated_load(pod, table, nodes, nominated_by_node)
     # NodeResourcesFit: every shortage, pod count first
-    too_many = table.pods + 1 > table.allowed_pods
+    too_many = table.pods + extra_pods + 1 > table.allowed_pods
     short: list[tuple[str, Bools]] = []
     if not pod.requests_nothing:
         extra = sorted(k for k in pod.requests if k not in FIT_ORDER and k != "pods")
@@ -227,24 +244,50 @@ def filter_all(
                 continue
             unit = _unit(r, want)
             assert unit is not None  # (supports() checked it)
-            short.append((f"Insufficient {r}", unit > table.alloc[r] - table.requested[r]))
+            requested = table.requested[r] + extra_requests[r] if r in extra_requests else table.requested[r]
+            short.append((f"Insufficient {r}", unit > table.alloc[r] - requested))
     resource_bad = too_many.copy()
     for _, mask in short:
         resource_bad |= mask
     fits = ~unresolvable & ~resource_bad
     statuses: dict[int, NodeStatus] = {}
-    # nodes where nominated pods of at least this priority count: node by node
-    for name, nominated in nominated_by_node.items():
-        i = table.index.get(name)
-        if i is None or not any(
-            p.key != pod.key and p.priority >= pod.priority and p.key not in nodes[i].pods for p in nominated
-        ):
-            continue
-        status = run_filters(pod, nodes[i], nominated)
+    for i in exact:  # a nominated pod's request the table cannot hold exactly: node by node
+        status = run_filters(pod, nodes[i], nominated_by_node.get(table.names[i], ()))
         fits[i] = status.fits
         if not status.fits:
             statuses[i] = status
     return Filtered(fits, statuses, _Reasons(table, unsched, taint_bad, taint_reason, selector_bad, too_many, short))
+
+
+def _nominated_load(
+    pod: PodInfo, table: NodeTable, nodes: Sequence[NodeInfo], nominated_by_node: Mapping[str, Sequence[PodInfo]]
+) -> tuple[Int64s | int, dict[str, Int64s], list[int]]:
+    """The pods nominated to each node that count against ``pod`` there (at least its
+    priority, not itself, not already bound there): how many, and what they request.
+    Rows whose nominated requests cannot be held exactly are returned to filter node by node."""
+    counts: Int64s | int = 0
+    requests: dict[str, Int64s] = {}
+    by_hand: list[int] = []
+    for name, nominated in nominated_by_node.items():
+        i = table.index.get(name)
+        if i is None:
+            continue
+        here = [p for p in nominated if p.key != pod.key and p.priority >= pod.priority and p.key not in nodes[i].pods]
+        if not here:
+            continue
+        if isinstance(counts, int):
+            counts = np.zeros(len(table.names), np.int64)
+        counts[i] += len(here)
+        for p in here:
+            for r, nanos in p.requests.items():
+                unit = _unit(r, nanos)
+                if unit is None:
+                    by_hand.append(i)
+                    continue
+                if r not in requests:
+                    requests[r] = np.zeros(len(table.names), np.int64)
+                requests[r][i] += unit
+    return counts, requests, sorted(set(by_hand))
 
 
 class _Reasons(dict[int, tuple[str, tuple[str, ...], str]]):
@@ -264,6 +307,15 @@ class _Reasons(dict[int, tuple[str, tuple[str, ...], str]]):
         self._table = table
         self._unsched, self._taint_bad, self._taint_reason = unsched, taint_bad, taint_reason
         self._selector_bad, self._too_many, self._short = selector_bad, too_many, short
+
+    def kinds(self) -> Int64s:
+        """Per node, a number that is the same for nodes failing for the same reasons."""
+        bits = self._unsched.astype(np.int64) | self._selector_bad.astype(np.int64) << 1
+        bits |= self._too_many.astype(np.int64) << 2
+        for n, (_, mask) in enumerate(self._short):
+            bits |= mask.astype(np.int64) << (3 + n)
+        taint = np.where(self._taint_bad, self._table.taint_set + 1, 0)
+        return bits | taint << 32
 
     def __missing__(self, i: int) -> tuple[str, tuple[str, ...], str]:
         if self._unsched[i]:
