@@ -15,7 +15,7 @@ something happened to are synced.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -108,6 +108,7 @@ class WorkloadControllers:
         #: retries by when they are due: (at, owner, node or "")
         self._due: list[tuple[int, str, str]] = []
         self._taints: Mapping[str, list[Taint]] = {}
+        self._exists: Callable[[str], bool] = lambda key: False
 
     def _wake(self, at: int, out: Emitter) -> None:
         self.timers.want(at, PHASE_TIMERS, out)
@@ -243,11 +244,18 @@ class WorkloadControllers:
 
     # -- the work, once the instant's inputs are in -------------------------------------------
     def sync(
-        self, now: int, nodes: Mapping[str, Node], out: Emitter, taints: Mapping[str, list[Taint]] | None = None
+        self,
+        now: int,
+        nodes: Mapping[str, Node],
+        out: Emitter,
+        taints: Mapping[str, list[Taint]] | None = None,
+        exists: Callable[[str], bool] | None = None,
     ) -> None:
         """``nodes``: the cluster's nodes in the order they first appeared; ``taints``:
-        their live taints (their objects' when not given)."""
+        their live taints (their objects' when not given); ``exists``: whether a pod of that
+        key exists in the cluster (a generated name already taken is not used again)."""
         self._taints = taints or {}
+        self._exists = exists or (lambda key: False)
         while self._due and self._due[0][0] <= now:
             _, key, slot = heapq.heappop(self._due)
             owner = self.owners.get(key)
@@ -284,7 +292,10 @@ class WorkloadControllers:
                 if owner.retry_at.get(node_name, 0) > now:
                     continue
                 attempt = owner.node_failures.get(node_name, 0)
-                self._create(owner, key, daemon_pod_name(w, node_name, attempt), now, out, node=node_name)
+                n = 0
+                while self._taken(w, daemon_pod_name(w, node_name, attempt + n)):
+                    n += 1
+                self._create(owner, key, daemon_pod_name(w, node_name, attempt + n), now, out, node=node_name)
             return
         active = self._active(owner)
         want = replicas(w)
@@ -306,7 +317,15 @@ class WorkloadControllers:
             return
         for _ in range(want - len(active)):
             owner.serial += 1
+            while self._taken(w, replica_pod_name(w, owner.serial)):
+                owner.serial += 1
             self._create(owner, key, replica_pod_name(w, owner.serial), now, out)
+
+    def _taken(self, w: Workload, name: str) -> bool:
+        """A generated name some pod already has (upstream: the create fails AlreadyExists
+        and the next sync draws another name; here the next one is drawn at once)."""
+        key = f"{w.metadata.namespace or 'default'}/{name}"
+        return key in self.pods or self._exists(key)
 
     def _create(self, owner: _Owner, key: str, name: str, now: int, out: Emitter, *, node: str = "") -> None:
         """Create the pod as the template says; the API server admits it (or refuses it)."""

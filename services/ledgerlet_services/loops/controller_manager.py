@@ -105,7 +105,8 @@ class ControllerManager(Loop):
         if data.phase == PHASE_TIMERS:
             nodes = {name: entry.node for name, entry in self.cluster.nodes.items()}
             taints = {name: entry.taints for name, entry in self.cluster.nodes.items()}
-            self.controllers.sync(env.t, nodes, out, taints)
+            pods, submitted = self.cluster.pods, self.cluster.submitted
+            self.controllers.sync(env.t, nodes, out, taints, lambda key: key in pods or key in submitted)
 
 
 __all__ = ["ControllerManager"]
