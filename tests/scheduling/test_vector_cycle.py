@@ -96,6 +96,7 @@ def essentials(r: CycleResult) -> dict[str, Any]:
     return {
         "node": r.node,
         "statuses": list(r.statuses.items()),
+        "feasible": r.feasible,
         "reasons": r.reasons,
         "message": r.message,
         "why": r.why,

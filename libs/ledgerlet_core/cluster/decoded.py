@@ -19,8 +19,11 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
+from ledgerlet_core.apiserver.admission import apply_admitted
+from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.kubelet.config import KUBELET_CONFIG_ANNOTATION, KubeletConfig, config_for_node
 from ledgerlet_core.model.codec import convert
+from ledgerlet_core.model.k8s.objects import Pod
 
 T = TypeVar("T")
 
@@ -42,6 +45,16 @@ class Decoded:
             found = self._objects[key] = convert(raw, model)
             if len(self._objects) > self._capacity:
                 self._objects.popitem(last=False)
+        return found
+
+    def admitted(self, event_id: str, raw: Pod, data: dec.PodAdmitted) -> Pod:
+        """``raw`` as the admission ``event_id`` (a ``PodAdmitted``) left it: the same raw
+        object in every loop (it was decoded here), so the result can be shared too."""
+        key = (event_id, Pod)
+        found = self._objects.get(key)
+        if found is None:
+            found = self._objects[key] = apply_admitted(raw, data)
+        assert isinstance(found, Pod)
         return found
 
     def config(self, base: Mapping[str, Any], annotations: Mapping[str, str]) -> KubeletConfig:

@@ -20,13 +20,13 @@ so a handler of ``PodTerminated`` can still read the pod it ends.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import msgspec
 
-from ledgerlet_core.apiserver.admission import apply_admitted
 from ledgerlet_core.cluster.decoded import Decoded, SharedDecoding
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
@@ -113,7 +113,7 @@ class ClusterView:
                 pod = self.decoded.object(env.id, data.object, Pod)
                 self.submitted[pod.key] = pod
         elif isinstance(data, dec.PodAdmitted):
-            self._admitted(env.pod or "", data)
+            self._admitted(env.id, env.pod or "", data)
         elif isinstance(data, dec.PodRejected):
             if data.admitter == "apiserver":
                 self.submitted.pop(env.pod or "", None)
@@ -234,11 +234,11 @@ class ClusterView:
             entry.user_taints = [t for t in entry.user_taints if not _matches(t, data.key, data.effect)]
             entry.untainted.append((data.key, data.effect))
 
-    def _admitted(self, key: str, data: dec.PodAdmitted) -> None:
+    def _admitted(self, event_id: str, key: str, data: dec.PodAdmitted) -> None:
         raw = self.submitted.pop(key, None)
         if raw is None:
             return
-        pod = apply_admitted(raw, data)
+        pod = self.decoded.admitted(event_id, raw, data)
         node = self._bound_early.pop(key, None)
         if node is not None:
             pod = _on_node(pod, node)
@@ -256,3 +256,35 @@ class ClusterView:
 
 def _on_node(pod: Pod, node: str) -> Pod:
     return msgspec.structs.replace(pod, spec=msgspec.structs.replace(pod.spec, node_name=node))
+
+
+class NodeObjects(Mapping[str, Node]):
+    """The view's Node objects by name, in node order, read where they are (no copy)."""
+
+    def __init__(self, view: ClusterView) -> None:
+        self._nodes = view.nodes
+
+    def __getitem__(self, name: str) -> Node:
+        return self._nodes[name].node
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._nodes)
+
+    def __len__(self) -> int:
+        return len(self._nodes)
+
+
+class LiveTaints(Mapping[str, list[Taint]]):
+    """Each node's live taints (:attr:`NodeEntry.taints`), computed only for the nodes asked for."""
+
+    def __init__(self, view: ClusterView) -> None:
+        self._nodes = view.nodes
+
+    def __getitem__(self, name: str) -> list[Taint]:
+        return self._nodes[name].taints
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._nodes)
+
+    def __len__(self) -> int:
+        return len(self._nodes)

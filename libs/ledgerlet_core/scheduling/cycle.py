@@ -16,7 +16,7 @@ from typing import Final
 import numpy as np
 
 from ledgerlet_core.scheduling.config import SchedulerConfig
-from ledgerlet_core.scheduling.filters import FITS, NodeStatus, fit_error, run_filters
+from ledgerlet_core.scheduling.filters import NodeStatus, fit_error, run_filters
 from ledgerlet_core.scheduling.info import NodeInfo, PodInfo
 from ledgerlet_core.scheduling.preemption import PDB, DryRuns, Preemption, preempt
 from ledgerlet_core.scheduling.scores import NodeScore, num_feasible_nodes_to_find, score_nodes
@@ -28,7 +28,10 @@ NO_NODES: Final = "no nodes available to schedule pods"
 @dataclass(slots=True)
 class CycleResult:
     node: str = ""
+    #: the nodes the cycle evaluated that failed filtering, in the order evaluated
     statuses: dict[str, NodeStatus] = field(default_factory=dict)
+    #: how many evaluated nodes passed filtering
+    feasible: int = 0
     scores: list[NodeScore] = field(default_factory=list)
     reasons: list[str] = field(default_factory=list)
     message: str = ""
@@ -62,7 +65,7 @@ def schedule_one(
         if nominee is not None and run_filters(pod, nominee, nominated_by_node.get(nominee.name, ())).fits:
             return CycleResult(
                 node=nominee.name,
-                statuses={nominee.name: FITS},
+                feasible=1,
                 why="its nominated node fits",
                 next_start=start_index,
                 evaluated=1,
@@ -77,11 +80,12 @@ def schedule_one(
         node = nodes[(start_index + i) % total]
         processed += 1
         status = run_filters(pod, node, nominated_by_node.get(node.name, ()))
-        statuses[node.name] = status
         if status.fits:
             feasible.append(node)
             if len(feasible) >= want:
                 break
+        else:
+            statuses[node.name] = status
     next_start = (start_index + processed) % total
     if not feasible:
         return _unfeasible(
@@ -91,6 +95,7 @@ def schedule_one(
         return CycleResult(
             node=feasible[0].name,
             statuses=statuses,
+            feasible=1,
             why="the only feasible node",
             next_start=next_start,
             evaluated=processed,
@@ -103,6 +108,7 @@ def schedule_one(
     return CycleResult(
         node=winners[0].node,
         statuses=statuses,
+        feasible=len(feasible),
         scores=scores,
         why=_why(len(winners)),
         next_start=next_start,
@@ -136,7 +142,8 @@ def _vector_cycle(
     processed = int(np.searchsorted(found, want)) + 1 if found[-1] >= want else total
     evaluated = rotated[:processed]
     names = table.names
-    statuses = dict(zip([names[i] for i in evaluated.tolist()], filtered.statuses(evaluated), strict=True))
+    failing = evaluated[~fits[:processed]]
+    statuses = dict(zip([names[i] for i in failing.tolist()], filtered.statuses(failing), strict=True))
     feasible = evaluated[fits[:processed]]
     next_start = (start_index + processed) % total
     if feasible.size == 0:
@@ -146,7 +153,12 @@ def _vector_cycle(
     if feasible.size == 1:
         name = table.names[int(feasible[0])]
         return CycleResult(
-            node=name, statuses=statuses, why="the only feasible node", next_start=next_start, evaluated=processed
+            node=name,
+            statuses=statuses,
+            feasible=1,
+            why="the only feasible node",
+            next_start=next_start,
+            evaluated=processed,
         )
     scored = score_all(pod, table, feasible, nodes)
     best = scored.totals.max()
@@ -154,6 +166,7 @@ def _vector_cycle(
     return CycleResult(
         node=table.names[int(winners.min())],  # rows are in node order: ties go to the first
         statuses=statuses,
+        feasible=int(feasible.size),
         scores=scored.best,
         why=_why(int(winners.size)),
         next_start=next_start,

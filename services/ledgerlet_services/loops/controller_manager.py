@@ -8,6 +8,7 @@ and leaves admission to the API server.
 
 from __future__ import annotations
 
+from ledgerlet_core.cluster.view import LiveTaints, NodeObjects
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.envelope import Envelope
@@ -103,10 +104,14 @@ class ControllerManager(Loop):
     def _tick(self, env: Envelope, data: ClockTick, out: Emitter) -> None:
         self.controllers.timers.fired(env.t, data.phase)
         if data.phase == PHASE_TIMERS:
-            nodes = {name: entry.node for name, entry in self.cluster.nodes.items()}
-            taints = {name: entry.taints for name, entry in self.cluster.nodes.items()}
             pods, submitted = self.cluster.pods, self.cluster.submitted
-            self.controllers.sync(env.t, nodes, out, taints, lambda key: key in pods or key in submitted)
+            self.controllers.sync(
+                env.t,
+                NodeObjects(self.cluster),
+                out,
+                LiveTaints(self.cluster),
+                lambda key: key in pods or key in submitted,
+            )
 
 
 __all__ = ["ControllerManager"]
