@@ -170,7 +170,7 @@ class ServiceRunner:
         self.stats.batches += 1
         fresh: list[_Held] = []
         for rec in records:
-            env = decode_envelope(rec.value)
+            env = decoded_envelope(rec.value)
             if self._seen.seen(env.id) or env.run in self._ended:
                 self.stats.duplicates += 1
                 continue
@@ -294,6 +294,22 @@ class _Held:
     key: SortKey
     env: Envelope
     record: Record
+
+
+#: envelopes decoded once per process: in the embedded run every loop reads the same record
+_DECODED: OrderedDict[bytes, Envelope] = OrderedDict()
+_DECODED_KEPT = 50_000
+
+
+def decoded_envelope(value: bytes) -> Envelope:
+    """The envelope a record holds; the loops of one process share it (envelopes are never
+    changed in place, only replaced)."""
+    env = _DECODED.get(value)
+    if env is None:
+        env = _DECODED[value] = decode_envelope(value)
+        if len(_DECODED) > _DECODED_KEPT:
+            _DECODED.popitem(last=False)
+    return env
 
 
 def root_of(env: Envelope) -> SortKey | None:
