@@ -1,108 +1,140 @@
-"""Scheduler throughput in the embedded mode, in scheduler_perf's shapes, and the time to
-decide and log a graceful shutdown of a 110-pod node in 5 priority groups.
+"""Scheduler throughput through ``ledgerlet run``, in scheduler_perf's shapes, and the time
+to decide and log a graceful shutdown of a 110-pod node in 5 priority groups.
 
-* SchedulingBasic: N nodes (4 CPU, 32Gi, 110 pods), init pods bound, then a ReplicaSet of
-  measured pods (100m / 500Mi) that the scheduler places.
+* SchedulingBasic: N nodes (4 CPU, 32Gi, 110 pods), N pods bound, then a ReplicaSet of
+  measured pods (100m / 500Mi) that the scheduler places (500 nodes / 1,000 pods and
+  5,000 nodes / 10,000 pods).
 * PreemptionBasic: N nodes each holding four 900m low-priority pods (grace 0), then
   N high-priority pods of 3 CPU: every one preempts three pods and binds on its nominee.
 
-Pods/s = measured pods / (wall time of the run with them - wall time without them), so
-loading the scenario and starting the services is not counted. A cProfile of the
-scheduler's share is printed with ``--profile``.
+Each workload runs as ``ledgerlet run`` on a scenario file (JSON) in a process of its
+own, three times with its measured pods and three times without (the load-only
+baseline: reading the file, starting the services, storing the cluster). Pods/s =
+measured pods / (median run - median baseline). Peak RSS is the process's own. The
+time to read and check the 5,000-node scenario alone is also reported.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import cProfile
-import pstats
+import json
+import os
+import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from ledgerlet_core.scenario.load import load_scenario
-from ledgerlet_services.runtime.embedded import run_embedded
-from ledgerlet_store.store import EventStore
-
 sys.path.insert(0, str(Path(__file__).parent))
+from ledgerlet_core.scenario.load import load_scenario
 from scenarios import preemption_basic, scheduling_basic, shutdown_110
 
+ROOT = Path(__file__).resolve().parents[1]
 
-def _remove(out: Path) -> None:
-    for p in out.glob("bench-scheduling.db*"):
+
+def run(doc: dict[str, Any], out: Path, name: str) -> tuple[float, int, dict[str, int]]:
+    """``ledgerlet run`` on ``doc``: wall seconds, peak RSS (KiB) and decisions by type."""
+    scenario = out / f"{name}.json"
+    scenario.write_text(json.dumps(doc))
+    log = out / f"{name}.jsonl"
+    db = out / f"{name}.db"
+    for p in out.glob(f"{name}.db*"):
         p.unlink()
+    cmd = [sys.executable, "-m", "ledgerlet_services.app.cli", "run", str(scenario)]
+    cmd += ["--decisions", str(log), "--store", f"sqlite:///{db}", "--quiet", "--run-id", name]
+    began = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=ROOT)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - began
+    if status != 0:
+        raise SystemExit(f"{name}: ledgerlet run failed ({status})")
+    counts: dict[str, int] = {}
+    for line in log.read_text().splitlines():
+        kind = json.loads(line)["type"]
+        counts[kind] = counts.get(kind, 0) + 1
+    return wall, usage.ru_maxrss, counts
 
 
-async def timed(
-    doc: dict[str, Any], out: Path, profile: cProfile.Profile | None = None
-) -> tuple[float, dict[str, int]]:
-    scenario = load_scenario(yaml.safe_dump(doc), "bench.yaml")
-    db = out / "bench-scheduling.db"
-    _remove(out)
-    store = await EventStore.open(f"sqlite:///{db}")
-    try:
-        began = time.perf_counter()
-        if profile is not None:
-            profile.enable()
-        result = await run_embedded(scenario, store, run="bench")
-        if profile is not None:
-            profile.disable()
-        wall = time.perf_counter() - began
-        counts: dict[str, int] = {}
-        for d in result.decisions:
-            counts[d.envelope.type] = counts.get(d.envelope.type, 0) + 1
-        return wall, counts
-    finally:
-        await store.close()
+def measured(label: str, base_doc: dict[str, Any], full_doc: dict[str, Any], out: Path, what: str) -> dict[str, Any]:
+    bases, fulls, rss = [], [], 0
+    counts: dict[str, int] = {}
+    for i in range(3):
+        wall, peak, _ = run(base_doc, out, f"{label}-base")
+        bases.append(wall)
+        wall, peak_full, counts = run(full_doc, out, f"{label}-full")
+        fulls.append(wall)
+        rss = max(rss, peak, peak_full)
+        print(f"  {label} run {i + 1}: baseline {bases[-1]:.2f}s, with the pods {fulls[-1]:.2f}s", flush=True)
+    base, full = statistics.median(bases), statistics.median(fulls)
+    done = counts.get(what, 0)
+    return {
+        "pods": done,
+        "seconds": full - base,
+        "rate": done / max(full - base, 1e-9),
+        "rss_mib": rss / 1024,
+        "baseline": base,
+        "counts": counts,
+    }
 
 
-async def main() -> None:
+def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--nodes", type=int, default=5000)
-    ap.add_argument("--init", type=int, default=1000)
-    ap.add_argument("--measure", type=int, default=10000)
-    ap.add_argument("--preemption-nodes", type=int, default=500)
-    ap.add_argument("--shutdown-nodes", type=int, default=20)
-    ap.add_argument("--profile", action="store_true")
     ap.add_argument("--out", type=Path, default=Path("out"))
+    ap.add_argument("--quick", action="store_true", help="smaller clusters (a smoke run)")
     args = ap.parse_args()
-    args.out.mkdir(parents=True, exist_ok=True)
+    out: Path = args.out / "bench-scheduling"
+    out.mkdir(parents=True, exist_ok=True)
+    small, large = (100, 1000) if args.quick else (500, 5000)
 
-    base, _ = await timed(scheduling_basic(args.nodes, args.init, 0), args.out)
-    prof = cProfile.Profile() if args.profile else None
-    full, counts = await timed(scheduling_basic(args.nodes, args.init, args.measure), args.out, prof)
-    scheduled = counts.get("PodScheduled", 0)
-    rate = scheduled / max(full - base, 1e-9)
-    print(
-        f"SchedulingBasic {args.nodes} nodes, {args.init} init, {args.measure} measured: {scheduled} scheduled in "
-        f"{full - base:.2f}s -> {rate:,.0f} pods/s (target >= 810)"
-    )
-    if prof is not None:
-        pstats.Stats(prof).sort_stats("cumulative").print_stats(25)
+    doc = scheduling_basic(large, large, 0)
+    began = time.perf_counter()
+    load_scenario(json.dumps(doc), "5000.json")
+    print(f"reading and checking {large} nodes + {large} pods: {time.perf_counter() - began:.2f}s (target < 2s)")
 
-    n = args.preemption_nodes
-    base, _ = await timed(preemption_basic(n, 0), args.out)
-    full, counts = await timed(preemption_basic(n, n), args.out)
-    scheduled, preempted = counts.get("PodScheduled", 0), counts.get("PodPreempted", 0)
-    rate = scheduled / max(full - base, 1e-9)
-    print(
-        f"PreemptionBasic {n} nodes, {4 * n} low, {n} high: {scheduled} scheduled, {preempted} preempted in "
-        f"{full - base:.2f}s -> {rate:,.0f} pods/s (target >= 570)"
-    )
+    rows = [
+        (
+            "SchedulingBasic",
+            small,
+            scheduling_basic(small, small, 0),
+            scheduling_basic(small, small, 2 * small),
+            "PodScheduled",
+            810,
+        ),
+        (
+            "SchedulingBasic",
+            large,
+            scheduling_basic(large, large, 0),
+            scheduling_basic(large, large, 2 * large),
+            "PodScheduled",
+            810,
+        ),
+        ("PreemptionBasic", small, preemption_basic(small, 0), preemption_basic(small, small), "PodScheduled", 570),
+    ]
+    results = []
+    for name, nodes, base, full, what, target in rows:
+        r = measured(f"{name.lower()}-{nodes}", base, full, out, what)
+        results.append((name, nodes, target, r))
+        print(
+            f"{name} {nodes} nodes: {r['pods']} {what} in {r['seconds']:.2f}s over a {r['baseline']:.2f}s baseline"
+            f" -> {r['rate']:,.0f} pods/s (target >= {target}); peak RSS {r['rss_mib']:.0f} MiB",
+            flush=True,
+        )
 
-    k = args.shutdown_nodes
-    base, _ = await timed(shutdown_110(k, False), args.out)
-    full, counts = await timed(shutdown_110(k, True), args.out)
-    per = (full - base) / k
+    k = 1 if args.quick else 20
+    base_wall, _, _ = run(shutdown_110(k, False), out, "shutdown-base")
+    full_wall, _, counts = run(shutdown_110(k, True), out, "shutdown-full")
+    per = (full_wall - base_wall) / k
     print(
         f"Graceful shutdown of a 110-pod node in 5 priority groups: {counts.get('NodeShutdownCompleted', 0)} "
         f"shutdowns, {counts.get('PodTerminated', 0)} pods stopped, {per * 1000:.1f} ms wall per shutdown"
     )
+    summary = [
+        {"workload": n, "nodes": s, "target": t, **{k: v for k, v in r.items() if k != "counts"}}
+        for n, s, t, r in results
+    ]
+    (out / "results.json").write_text(json.dumps(summary, indent=2))
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()
