@@ -80,7 +80,11 @@ class Bus(Protocol):
         """Records the groups have not committed yet, over the topics each one reads."""
 
     async def wait_idle(self, groups: Mapping[str, Sequence[str]], *, timeout: float = 60.0) -> None:
-        """Return once nothing is in flight for these groups (lag 0, end offsets stable)."""
+        """Return once nothing is in flight for these groups (lag 0, end offsets stable).
+
+        ``timeout`` is how long the wait may go on *without progress* (no group committing,
+        nothing produced): a slow machine or a long pass is waited out, only a stuck
+        consumer raises :class:`BusTimeout`."""
 
     async def history(self, group: str, topics: Sequence[str]) -> list[Record]:
         """The records below the group's committed offsets: what it has already handled.

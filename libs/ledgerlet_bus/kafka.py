@@ -313,6 +313,7 @@ class KafkaBus:
         lags: dict[str, int] = {}
         topics = sorted({t for ts in groups.values() for t in ts})
         caught_up: dict[TP, int] | None = None  # the ends every group had committed, last look
+        moved: tuple[dict[TP, int], dict[str, int]] | None = None
         while True:
             try:
                 ends = await self.end_offsets(await self.topic_partitions(topics))
@@ -321,6 +322,8 @@ class KafkaBus:
                 lags = await self._lags(groups, ends)
                 caught_up = None if any(lags.values()) else ends
                 delay = min(delay * 2, 0.02)
+                if (ends, lags) != moved:  # progress (a commit, a new record): the wait starts over
+                    moved, deadline = (ends, lags), loop.time() + timeout
             except _AWAY as exc:  # broker away: keep waiting, within the timeout
                 log.warning("checking lag failed (%r); retrying", exc)
                 caught_up = None
@@ -329,7 +332,7 @@ class KafkaBus:
                 continue  # look at the ends once more, at once
             if loop.time() + delay > deadline:
                 behind = ", ".join(f"{g} has {n} records to handle" for g, n in lags.items() if n)
-                raise BusTimeout(f"bus not idle after {timeout:g}s: {behind or 'broker unreachable'}")
+                raise BusTimeout(f"bus not idle: nothing moved for {timeout:g}s: {behind or 'broker unreachable'}")
             await asyncio.sleep(delay)
 
     async def history(self, group: str, topics: Sequence[str]) -> list[Record]:

@@ -63,6 +63,8 @@ class MemoryBus:
         self._topics: dict[str, list[_Partition]] = {}
         self._groups: dict[str, _Group] = {}
         self._changed = asyncio.Condition()
+        #: commits and appends so far: what "progress" means to wait_idle
+        self._moves = 0
         self._version = 0
 
     # -- lifecycle -------------------------------------------------------------
@@ -95,6 +97,7 @@ class MemoryBus:
         p = partition_for(key, len(parts)) if key is not None else 0
         rec = Record(topic, p, len(parts[p]), key, value, tuple(headers))
         parts[p].append(rec)
+        self._moves += 1
         return rec
 
     async def notify(self) -> None:
@@ -178,15 +181,20 @@ class MemoryBus:
         return out
 
     async def wait_idle(self, groups: Mapping[str, Sequence[str]], *, timeout: float = 60.0) -> None:
+        """(``timeout``: seconds without a commit or a new record, see :meth:`Bus.wait_idle`)"""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
+        seen = self._moves
         while True:
             async with self._changed:
-                if await self.lag(groups) == 0:
+                lag = await self.lag(groups)
+                if lag == 0:
                     return
+                if self._moves != seen:  # progress: the wait starts over
+                    seen, deadline = self._moves, loop.time() + timeout
                 remaining = deadline - loop.time()
                 if remaining <= 0:
-                    raise BusTimeout(f"bus not idle after {timeout}s: lag {await self.lag(groups)}")
+                    raise BusTimeout(f"bus not idle: nothing moved for {timeout:g}s, lag {lag}")
                 try:
                     async with asyncio.timeout(remaining):  # (not wait_for: see getmany)
                         await self._changed.wait()
@@ -285,6 +293,7 @@ class MemoryConsumer:
             if off > g.committed.get(tp, 0):
                 g.committed[tp] = off
                 self._bus.trim(tp)
+                self._bus._moves += 1
         await self._bus.notify()
 
     async def close(self) -> None:

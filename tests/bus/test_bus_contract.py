@@ -223,3 +223,22 @@ async def test_backoff_stops_between_attempts_never_during_one() -> None:
     with pytest.raises(Stopped):
         await with_backoff("test", attempt, retry_on=(ConnectionError,), first=30.0, stop=stop)
     assert calls == ["start", "end"]  # finished, then no second attempt and no 30 s wait
+
+
+async def test_an_idle_wait_gives_up_on_no_progress_not_on_elapsed_time(bus: Bus) -> None:
+    """A consumer that keeps committing is waited out however long it takes in all."""
+    p = bus.producer()
+    for i in range(6):
+        await p.send("slow", str(i).encode(), key=b"k")
+    await p.flush()
+    c = bus.consumer("slow-group", ["slow"], whole=True)
+
+    async def slowly() -> None:
+        for r in await drain(c, 6):
+            await asyncio.sleep(0.15)  # each record handled in 0.15 s: 0.9 s in all
+            await c.commit({("slow", r.partition): r.offset + 1})
+
+    worker = asyncio.create_task(slowly())
+    await bus.wait_idle({"slow-group": ["slow"]}, timeout=0.5)  # never 0.5 s without a commit
+    await worker
+    assert await bus.lag({"slow-group": ["slow"]}) == 0

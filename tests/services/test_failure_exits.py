@@ -59,3 +59,35 @@ async def test_a_run_leaves_no_task_behind(tmp_path: Path) -> None:
     await asyncio.sleep(0)
     left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
     assert left == []
+
+
+async def test_a_slowed_run_completes_with_the_same_log(tmp_path: Path) -> None:
+    """Virtual time never waits on the wall clock: with every loop slowed down and a
+    0.2 s idle timeout (the first step takes longer than that in all), the run still ends,
+    and decides exactly what it decides at full speed."""
+    import time
+
+    from ledgerlet_core.contracts.decision_log import encode_records, to_records
+    from ledgerlet_core.scenario.load import load_scenario
+    from ledgerlet_services.runtime import shell
+    from ledgerlet_services.runtime.embedded import run_embedded
+    from ledgerlet_store.store import EventStore
+    from tests.golden.cases import golden_path
+
+    original = shell.ServiceRunner._handle
+
+    def slowed(self: shell.ServiceRunner, *args: object, **kw: object) -> object:
+        time.sleep(0.005)  # a slow machine: the loop blocks, as a long pass would
+        return original(self, *args, **kw)  # type: ignore[arg-type]
+
+    scenario = load_scenario((ROOT / "examples/memory-pressure.yaml").read_text(), "examples/memory-pressure.yaml")
+    store = await EventStore.open(f"sqlite:///{tmp_path / 'slow.db'}")
+    shell.ServiceRunner._handle = slowed  # type: ignore[method-assign]
+    try:
+        result = await run_embedded(scenario, store, run="golden", idle_timeout=0.2)
+    finally:
+        shell.ServiceRunner._handle = original  # type: ignore[method-assign]
+        await store.close()
+    assert result.wall_seconds > 1.0  # it did run slowly
+    log = encode_records(to_records([d.envelope for d in result.decisions], scenario.start))
+    assert log == golden_path("memory-pressure").read_bytes()

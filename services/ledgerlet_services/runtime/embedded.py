@@ -27,6 +27,11 @@ from ledgerlet_services.runtime.topics import ALL_TOPICS, topic_specs
 from ledgerlet_store.store import EventStore, StoredEvent
 
 
+#: how long a step may go on without any loop committing anything before the run is
+#: declared stuck (progress, not elapsed time: a slow machine is waited out)
+IDLE_TIMEOUT = 120.0
+
+
 class ServiceFailed(RuntimeError):
     """A service stopped with an error during the run."""
 
@@ -55,6 +60,7 @@ async def run_embedded(
     full_observations: bool = False,
     telemetry: Telemetry | None = None,
     bus: MemoryBus | None = None,
+    idle_timeout: float = IDLE_TIMEOUT,
 ) -> RunResult:
     run_id = run or new_run_id()
     began = time.perf_counter()
@@ -68,6 +74,7 @@ async def run_embedded(
         full_observations=full_observations,
         telemetry=telemetry,
         bus=bus,
+        idle_timeout=idle_timeout,
     )
     decisions = await store.read_run(run_id, kind=DECISION)
     return RunResult(
@@ -98,6 +105,7 @@ async def run_feed(
     full_observations: bool = False,
     telemetry: Telemetry | None = None,
     bus: MemoryBus | None = None,
+    idle_timeout: float = IDLE_TIMEOUT,
 ) -> FeedOutcome:
     """Drive a run's input events through every control loop; everything lands in ``sink``.
 
@@ -117,6 +125,7 @@ async def run_feed(
         groups=groups,
         progress=progress,
         telemetry=telemetry,
+        idle_timeout=idle_timeout,
     )
     service_tasks = [asyncio.create_task(r.run(), name=r.group) for r in runners]
     recorder_task = asyncio.create_task(recorder.run(), name=recorder.group)
