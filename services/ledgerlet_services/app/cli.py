@@ -78,7 +78,8 @@ def _parser() -> argparse.ArgumentParser:
         "--idle-timeout",
         type=float,
         default=float(os.environ.get("LEDGERLET_IDLE_TIMEOUT", "600")),
-        help="seconds to wait for the services to handle one step before giving up (default 600)",
+        help="seconds the services may go without handling anything while a step is under way "
+        "before the run gives up (default 600)",
     )
 
     service = sub.add_parser("service", help="run one service of the distributed stack until SIGTERM")
