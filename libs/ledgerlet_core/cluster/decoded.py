@@ -31,10 +31,14 @@ T = TypeVar("T")
 CAPACITY = 200_000
 
 
+#: the key under which an admitted pod is kept (apart from the objects events carry)
+_ADMITTED = "admitted"
+
+
 class Decoded:
     def __init__(self, capacity: int = CAPACITY) -> None:
         self._capacity = capacity
-        self._objects: OrderedDict[tuple[str, type[Any]], Any] = OrderedDict()
+        self._objects: OrderedDict[tuple[str, object], Any] = OrderedDict()
         self._configs: dict[tuple[str, str], KubeletConfig] = {}
 
     def object(self, event_id: str, raw: Mapping[str, Any], model: type[T]) -> T:
@@ -50,10 +54,12 @@ class Decoded:
     def admitted(self, event_id: str, raw: Pod, data: dec.PodAdmitted) -> Pod:
         """``raw`` as the admission ``event_id`` (a ``PodAdmitted``) left it: the same raw
         object in every loop (it was decoded here), so the result can be shared too."""
-        key = (event_id, Pod)
+        key = (event_id, _ADMITTED)
         found = self._objects.get(key)
         if found is None:
             found = self._objects[key] = apply_admitted(raw, data)
+            if len(self._objects) > self._capacity:
+                self._objects.popitem(last=False)
         assert isinstance(found, Pod)
         return found
 

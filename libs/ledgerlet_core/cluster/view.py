@@ -40,6 +40,29 @@ from ledgerlet_core.model.usage import NodeUsage, parse_node_usage
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
+#: the event types :meth:`ClusterView.arrive` and :meth:`ClusterView.settle` fold (a loop
+#: decodes them for the view even when it has no handler of its own for them)
+FOLDED_TYPES = frozenset(
+    {
+        "ScenarioStarted",
+        "ObjectApplied",
+        "ObjectCreated",
+        "ObjectDeleted",
+        "UsageDeclared",
+        "PodAdmitted",
+        "PodRejected",
+        "PodScheduled",
+        "PodStarted",
+        "PodTerminated",
+        "PodForceDeleted",
+        "OOMKilled",
+        "NodeTaintAdded",
+        "NodeTaintRemoved",
+        "NodeTainted",
+        "NodeUntainted",
+    }
+)
+
 
 @dataclass(slots=True)
 class Settings:
@@ -158,14 +181,6 @@ class ClusterView:
                 self.nodes.pop(data.name, None)
 
     # -- reading -------------------------------------------------------------------------
-    def node_names(self) -> list[str]:
-        """Nodes in the order they first appeared."""
-        return list(self.nodes)
-
-    def config(self, node: str) -> KubeletConfig | None:
-        entry = self.nodes.get(node)
-        return entry.config if entry is not None else None
-
     def volumes_of(self, pod: Pod) -> list[str]:
         """The attachable PersistentVolumes a pod's claims are bound to."""
         ns = pod.metadata.namespace or "default"

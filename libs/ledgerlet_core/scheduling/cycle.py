@@ -188,7 +188,7 @@ def _unfeasible(
 ) -> CycleResult:
     """No node fits: the FitError, and DefaultPreemption's PostFilter."""
     total = len(nodes)
-    failures = [s for s in statuses.values() if not s.fits]
+    failures = list(statuses.values())  # (only the nodes that failed are kept)
     reasons = sorted({r for s in failures for r in s.reasons})
     post = None
     if not settings.disable_preemption:

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, TypeVar
 import msgspec
 
 from ledgerlet_core.cluster.decoded import SharedDecoding
-from ledgerlet_core.cluster.view import ClusterView
+from ledgerlet_core.cluster.view import FOLDED_TYPES, ClusterView
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.order import rank_of
 from ledgerlet_core.contracts.registry import EVENT_TYPES, decoder_for
@@ -29,28 +29,6 @@ from ledgerlet_core.contracts.topics import topic_of
 from ledgerlet_core.loop.emitter import Emitter
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-#: the events the cluster view folds (decoded for it even when the loop has no handler)
-_VIEW_TYPES = frozenset(
-    {
-        "ScenarioStarted",
-        "ObjectApplied",
-        "ObjectCreated",
-        "ObjectDeleted",
-        "UsageDeclared",
-        "PodAdmitted",
-        "PodRejected",
-        "PodScheduled",
-        "PodStarted",
-        "PodTerminated",
-        "PodForceDeleted",
-        "OOMKilled",
-        "NodeTaintAdded",
-        "NodeTaintRemoved",
-        "NodeTainted",
-        "NodeUntainted",
-    }
-)
 
 _MARK = "__ledgerlet_handles__"
 
@@ -99,7 +77,7 @@ class Loop:
         generator that yields now and then: the shell sends what it emitted so far while
         it goes on, so other loops can start on it."""
         route = self._routes.get(env.type)
-        folds = env.type in _VIEW_TYPES
+        folds = env.type in FOLDED_TYPES
         if route is None and not folds:
             return None
         data = route.decode(env.data) if route is not None else decoder_for(env.type)(env.data)

@@ -21,7 +21,7 @@ from ledgerlet_core.scenario.load import Scenario
 from ledgerlet_services.runtime.catalog import CONTROL_LOOPS
 from ledgerlet_services.runtime.driver import Driver, DriverStats
 from ledgerlet_services.runtime.recorder import EventSink, RecorderRunner
-from ledgerlet_services.runtime.shell import ServiceRunner
+from ledgerlet_services.runtime.shell import ServiceRunner, SharedEnvelopes
 from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_services.runtime.topics import ALL_TOPICS, topic_specs
 from ledgerlet_store.store import EventStore, StoredEvent
@@ -113,7 +113,8 @@ async def run_feed(
     """
     bus = bus or MemoryBus()
     await bus.create_topics(topic_specs(partitions))
-    runners = [ServiceRunner(bus, kind, telemetry=telemetry) for kind in CONTROL_LOOPS]
+    shared = SharedEnvelopes()
+    runners = [ServiceRunner(bus, kind, telemetry=telemetry, envelopes=shared) for kind in CONTROL_LOOPS]
     recorder = RecorderRunner(bus, sink, full_observations=full_observations, telemetry=telemetry)
     groups = {r.group: list(r.topics) for r in runners}
     driver = Driver(

@@ -60,8 +60,11 @@ class ServiceRunner:
         group: str | None = None,
         max_records: int = 2000,
         telemetry: Telemetry | None = None,
+        envelopes: SharedEnvelopes | None = None,
     ) -> None:
+        """``envelopes``: decoding shared with the other runners of an embedded run."""
         self.bus = bus
+        self._decode = envelopes.decode if envelopes is not None else decode_envelope
         self.kind = service
         self.name = service.name
         self.rank = service.rank
@@ -170,7 +173,7 @@ class ServiceRunner:
         self.stats.batches += 1
         fresh: list[_Held] = []
         for rec in records:
-            env = decoded_envelope(rec.value)
+            env = self._decode(rec.value)
             if self._seen.seen(env.id) or env.run in self._ended:
                 self.stats.duplicates += 1
                 continue
@@ -296,20 +299,24 @@ class _Held:
     record: Record
 
 
-#: envelopes decoded once per process: in the embedded run every loop reads the same record
-_DECODED: OrderedDict[bytes, Envelope] = OrderedDict()
-_DECODED_KEPT = 50_000
+class SharedEnvelopes:
+    """Envelopes decoded once for the runners of one embedded run, which all read the same
+    records (a runner alone in its process, as in the distributed stack, decodes its own).
+    Envelopes are never changed in place, only replaced. Kept for ``kept`` records: long
+    enough for every loop to read a step's records, short enough not to hold the records
+    the bus has already dropped."""
 
+    def __init__(self, kept: int = 16_384) -> None:
+        self._kept = kept
+        self._envelopes: OrderedDict[bytes, Envelope] = OrderedDict()
 
-def decoded_envelope(value: bytes) -> Envelope:
-    """The envelope a record holds; the loops of one process share it (envelopes are never
-    changed in place, only replaced)."""
-    env = _DECODED.get(value)
-    if env is None:
-        env = _DECODED[value] = decode_envelope(value)
-        if len(_DECODED) > _DECODED_KEPT:
-            _DECODED.popitem(last=False)
-    return env
+    def decode(self, value: bytes) -> Envelope:
+        env = self._envelopes.get(value)
+        if env is None:
+            env = self._envelopes[value] = decode_envelope(value)
+            if len(self._envelopes) > self._kept:
+                self._envelopes.popitem(last=False)
+        return env
 
 
 def root_of(env: Envelope) -> SortKey | None:
