@@ -23,6 +23,15 @@ def async_url(dsn: str) -> str:
     raise ValueError(f"unsupported store {dsn!r}: use sqlite:///PATH or postgresql://USER@HOST/DB")
 
 
+def sqlite_path(dsn: str) -> str | None:
+    """The file a SQLite DSN names (None for PostgreSQL and for ``:memory:``)."""
+    url = async_url(dsn)
+    if not url.startswith("sqlite+aiosqlite:///"):
+        return None
+    path = url[len("sqlite+aiosqlite:///") :].split("?", 1)[0]
+    return None if path in ("", ":memory:") else path
+
+
 def describe(dsn: str) -> str:
     """The DSN without a password, for messages."""
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", dsn)

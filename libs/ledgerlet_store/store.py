@@ -17,9 +17,9 @@ import json
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import asyncpg  # type: ignore[import-untyped]
 import msgspec
@@ -40,6 +40,32 @@ _PG_MIGRATION_LOCK = 7_420_117  # advisory lock id: one migrator at a time
 _ID_CHUNK = 1000
 _STREAM_VERSIONS_KEPT = 1_000_000
 _CAUSES = msgspec.json.Encoder()
+
+
+#: a run that has not ended and has stored nothing for this long was cut off, not slow
+ABANDONED_AFTER: Final = timedelta(minutes=2)
+
+COMPLETED: Final = "completed"
+FAILED: Final = "failed"
+RUNNING: Final = "running"
+ABANDONED: Final = "abandoned"
+
+
+@dataclass(frozen=True, slots=True)
+class RunState:
+    """A run's place in its lifecycle: ``completed`` or ``failed`` (its ``RunEnded``
+    says), else ``running`` or, with nothing stored for :data:`ABANDONED_AFTER`,
+    ``abandoned`` (a killed run: what is stored is a prefix of it)."""
+
+    run: str
+    #: when its ScenarioStarted was recorded
+    started_at: datetime
+    status: str
+    reason: str = ""
+
+    @property
+    def completed(self) -> bool:
+        return self.status == COMPLETED
 
 
 class StoreError(RuntimeError):
@@ -417,6 +443,37 @@ class EventStore:
         async with self.engine.connect() as conn:
             return [(r.run, r.recorded_at) for r in await conn.execute(q)]
 
+    async def run_states(self, *, now: datetime | None = None) -> list[RunState]:
+        """Every run with its lifecycle state, newest first (see :class:`RunState`)."""
+        runs = await self.runs()
+        ended: dict[str, tuple[str, str]] = {}
+        q = sa.select(events.c.run, events.c.data).where(events.c.type == sa.literal("RunEnded", literal_execute=True))
+        async with self.engine.connect() as conn:
+            for row in await conn.execute(q):
+                data = json.loads(row.data)
+                if ended.get(row.run, ("", ""))[0] != COMPLETED:  # a resumed run's completion wins
+                    ended[row.run] = (data.get("outcome", FAILED), data.get("reason", ""))
+            unended = [r for r, _ in runs if r not in ended]
+            newest: dict[str, datetime] = {}
+            if unended:
+                last = (
+                    sa.select(events.c.run, sa.func.max(events.c.recorded_at).label("at"))
+                    .where(events.c.run.in_(unended))
+                    .group_by(events.c.run)
+                )
+                newest = {row.run: _aware(row.at) for row in await conn.execute(last)}
+        now = now or datetime.now(UTC)
+        out = []
+        for run, started_at in runs:
+            if run in ended:
+                status, reason = ended[run]
+            elif now - newest.get(run, _aware(started_at)) > ABANDONED_AFTER:
+                status, reason = ABANDONED, "nothing stored since " + newest.get(run, _aware(started_at)).isoformat()
+            else:
+                status, reason = RUNNING, ""
+            out.append(RunState(run, _aware(started_at), status, reason))
+        return out
+
     async def count(self, run: str | None = None) -> int:
         q = sa.select(sa.func.count()).select_from(events)
         if run is not None:
@@ -454,6 +511,11 @@ class _Transaction:
             await self._ctx.__aexit__(*exc)
         finally:
             self._store._lock.release()
+
+
+def _aware(at: datetime) -> datetime:
+    """SQLite gives back the UTC times it stored without their zone."""
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 def _window(q: sa.Select[Any], t_from: int | None, t_to: int | None) -> sa.Select[Any]:

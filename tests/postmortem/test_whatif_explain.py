@@ -99,3 +99,17 @@ def test_explain_says_why_a_pod_ranked_above_was_spared(tmp_path: object, capsys
     text = capsys.readouterr().out
     assert "ranked 2nd of 3" in text
     assert "Ranked above it: kube-system/kube-proxy-worker-1" in text and "does not evict critical pods" in text
+
+
+@pytest.mark.parametrize("command", [["explain", "default/api"], ["replay"], ["report", "--out", "r.html"]])
+def test_read_commands_never_create_a_store(
+    tmp_path: object, capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    """A mistyped path used to become an empty store (with no runs to read)."""
+    from pathlib import Path
+
+    assert isinstance(tmp_path, Path)
+    missing = tmp_path / "typo.db"
+    assert main([*command, "--store", f"sqlite:///{missing}"]) == 2
+    assert f"no store at {missing}" in " ".join(capsys.readouterr().out.split())
+    assert not missing.exists()

@@ -6,7 +6,7 @@ observation an eviction was decided on is the ``NodeObserved`` it cites as a cau
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -169,6 +169,22 @@ class PodDeletionRequested(_Data, kw_only=True):
     taint: str = ""
 
 
+#: how a run ended (:class:`RunEnded`)
+RUN_COMPLETED: Final = "completed"
+RUN_FAILED: Final = "failed"
+
+
+class RunEnded(_Data, kw_only=True):
+    """How a run ended, stored by what drove it once everything the run derived was
+    stored (``completed``), or when it stopped on an error (``failed``, with the reason).
+    A run without one was cut off (killed) or is still going: its stored events are only
+    a prefix of the run, and every reader says so. Re-running the same run id completes
+    it (every event it had stored is skipped by id)."""
+
+    outcome: str
+    reason: str = ""
+
+
 INTERNAL_TYPES: dict[str, type[_Data]] = {
     "PodDeletionRequested": PodDeletionRequested,
     "ClockTick": ClockTick,
@@ -177,4 +193,5 @@ INTERNAL_TYPES: dict[str, type[_Data]] = {
     "PodStarted": PodStarted,
     "NodeStatusUpdated": NodeStatusUpdated,
     "ObjectCreated": ObjectCreated,
+    "RunEnded": RunEnded,
 }

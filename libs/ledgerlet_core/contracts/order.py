@@ -18,6 +18,10 @@ INPUTS: Final = 0
 CLOCK: Final = 1
 END: Final = 2
 
+#: after ``[END]``: the run's outcome, stored once all else is (``[END, RUN_COMPLETED_AT]``)
+RUN_COMPLETED_AT: Final = 1
+RUN_FAILED_AT: Final = 2
+
 #: a control loop's place among loops, by its service name
 LOOP_RANKS: Final = MappingProxyType(
     {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -11,13 +12,14 @@ from typing import Any
 
 import yaml
 from rich.console import Console
+from rich.markup import escape
 
 from ledgerlet_core.model.errors import InputError
-from ledgerlet_store.dsn import DEFAULT_DSN
+from ledgerlet_store.dsn import DEFAULT_DSN, sqlite_path
 from ledgerlet_store.store import EventStore
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
-COMMANDS = ("serve", "replay", "whatif", "explain", "report", "import")
+COMMANDS = ("serve", "runs", "replay", "whatif", "explain", "report", "import")
 
 
 def _store_arg(p: argparse.ArgumentParser) -> None:
@@ -26,7 +28,7 @@ def _store_arg(p: argparse.ArgumentParser) -> None:
         default=os.environ.get("LEDGERLET_STORE", DEFAULT_DSN),
         help=f"event store DSN (default {DEFAULT_DSN}, or LEDGERLET_STORE)",
     )
-    p.add_argument("--run", help="run id (default: the newest run in the store)")
+    p.add_argument("--run", help="run id (default: the newest completed run in the store)")
 
 
 def add_parsers(sub: Any) -> None:
@@ -37,6 +39,15 @@ def add_parsers(sub: Any) -> None:
     serve.add_argument(
         "--token-file", type=Path, help="require this bearer token (also LEDGERLET_API_TOKEN; none: open)"
     )
+    serve.add_argument(
+        "--publish-docs",
+        action="store_true",
+        help="serve /docs and /openapi.json without the token (with a token they are behind it by default)",
+    )
+
+    runs = sub.add_parser("runs", help="the runs in a store, newest first, with how each ended")
+    runs.add_argument("--store", default=os.environ.get("LEDGERLET_STORE", DEFAULT_DSN), help="event store DSN")
+    runs.add_argument("--json", action="store_true", help="print them as JSON")
 
     replay = sub.add_parser("replay", help="re-derive a stored run's decisions from its stored inputs")
     _store_arg(replay)
@@ -82,7 +93,7 @@ def dispatch(args: argparse.Namespace, console: Console) -> int:
         return _serve(args, console)
     if args.command == "import":
         return _import(args, console)
-    runner = {"replay": _replay, "whatif": _whatif, "explain": _explain, "report": _report}[args.command]
+    runner = {"runs": _runs, "replay": _replay, "whatif": _whatif, "explain": _explain, "report": _report}[args.command]
     return asyncio.run(runner(args, console))
 
 
@@ -94,30 +105,107 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
     token = os.environ.get("LEDGERLET_API_TOKEN") or None
     if args.token_file is not None:
         token = args.token_file.read_text(encoding="utf-8").strip() or None
-    console.print(f"audit API on http://{args.host}:{args.port} (OpenAPI: /docs){'' if token else ', no token'}")
-    uvicorn.run(create_app(args.store, token=token), host=args.host, port=args.port, log_level="info")
+    docs = "OpenAPI: /docs" if not token or args.publish_docs else "OpenAPI: /openapi.json, with the token"
+    console.print(f"audit API on http://{args.host}:{args.port} ({docs}){'' if token else ', no token'}")
+    app = create_app(args.store, token=token, publish_docs=args.publish_docs)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
     return EXIT_OK
 
 
+def _warn(warning: str | None) -> None:
+    """On stderr, so that ``--json`` output stays JSON."""
+    if warning is not None:
+        Console(stderr=True).print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
+
+
+async def _warn_if_incomplete(store: EventStore, run: str) -> None:
+    from ledgerlet_services.app.replay import NoSuchRun, incomplete_warning, run_state
+
+    with contextlib.suppress(NoSuchRun):
+        _warn(incomplete_warning(await run_state(store, run)))
+
+
+def _missing_file(dsn: str) -> str | None:
+    """The SQLite file ``dsn`` names, when there is none."""
+    path = sqlite_path(dsn)
+    return path if path is not None and not Path(path).is_file() else None
+
+
 async def _open(args: argparse.Namespace, console: Console) -> EventStore | None:
+    """The store a read command reads: never created here (a mistyped path would
+    otherwise become an empty store that has no runs)."""
     try:
+        missing = _missing_file(args.store)
+        if missing is not None:
+            console.print(f"[red]error:[/red] no store at {missing} (read commands never create one)", highlight=False)
+            return None
         return await EventStore.open(args.store)
     except Exception as exc:  # a store we cannot open or migrate
         console.print(f"[red]error:[/red] cannot open store {args.store}: {exc}", highlight=False)
         return None
 
 
-async def _replay(args: argparse.Namespace, console: Console) -> int:
-    from ledgerlet_core.contracts.decision_log import encode_records, to_records
-    from ledgerlet_core.contracts.registry import DECISION
-    from ledgerlet_core.model.timefmt import parse_rfc3339
-    from ledgerlet_services.app.replay import NoSuchRun, replay_run
+async def _runs(args: argparse.Namespace, console: Console) -> int:
+    """Every run with its state: a run that did not complete is plain to see."""
+    from rich.table import Table
+
+    from ledgerlet_services.audit.queries import Audit
 
     store = await _open(args, console)
     if store is None:
         return EXIT_BAD_INPUT
     try:
-        replay = await replay_run(store, args.run)
+        runs = await Audit(store).runs()
+    finally:
+        await store.close()
+    if args.json:
+        rows = [
+            {
+                "run": r.run,
+                "name": r.name,
+                "status": r.status,
+                **({"statusReason": r.status_reason} if r.status_reason else {}),
+                "recordedAt": r.recorded_at.isoformat(),
+                "durationSeconds": r.duration_seconds,
+            }
+            for r in runs
+        ]
+        print(json.dumps(rows, indent=2))
+        return EXIT_OK
+    table = Table(title=f"Runs in {store.describe()}")
+    table.add_column("run", no_wrap=True, min_width=32)  # ids are copied from here: never cut
+    for name in ("scenario", "status", "recorded at", "virtual duration"):
+        table.add_column(name)
+    colour = {"completed": "green", "failed": "red", "abandoned": "yellow", "running": "cyan"}
+    for r in runs:
+        status = f"[{colour.get(r.status, 'white')}]{r.status}[/]" + (
+            f" ({escape(r.status_reason)})" if r.status_reason else ""
+        )
+        table.add_row(
+            r.run, escape(r.name), status, r.recorded_at.strftime("%Y-%m-%d %H:%M:%S UTC"), f"{r.duration_seconds:g}s"
+        )
+    console.print(table)
+    return EXIT_OK
+
+
+async def _replay(args: argparse.Namespace, console: Console) -> int:
+    from ledgerlet_core.contracts.decision_log import encode_records, to_records
+    from ledgerlet_core.contracts.registry import DECISION
+    from ledgerlet_core.model.timefmt import parse_rfc3339
+    from ledgerlet_services.app.replay import NoSuchRun, incomplete_warning, replay_run, run_state
+
+    store = await _open(args, console)
+    if store is None:
+        return EXIT_BAD_INPUT
+    try:
+        state = await run_state(store, args.run)
+        warning = incomplete_warning(state)
+        if warning is not None and args.verify:
+            # its stored decisions stop part way: a re-derivation cannot match them
+            console.print(f"[red]incomplete run:[/red] {escape(warning)}", highlight=False)
+            return EXIT_MISMATCH
+        _warn(warning)
+        replay = await replay_run(store, state.run)
     except NoSuchRun as exc:
         console.print(f"[red]error:[/red] {exc}", highlight=False)
         return EXIT_BAD_INPUT
@@ -243,7 +331,9 @@ async def _explain(args: argparse.Namespace, console: Console) -> int:
     try:
         audit = Audit(store)
         try:
-            exp = await audit.explain(await audit.resolve(args.run), args.pod)
+            run = await audit.resolve(args.run)
+            await _warn_if_incomplete(store, run)
+            exp = await audit.explain(run, args.pod)
         except NotFound as exc:
             console.print(f"[red]error:[/red] {exc}", highlight=False)
             return EXIT_BAD_INPUT
@@ -265,6 +355,8 @@ async def _report(args: argparse.Namespace, console: Console) -> int:
         return EXIT_BAD_INPUT
     try:
         summary = await write_report(store, args.run, args.out)
+        if args.run not in (None, "", "latest"):
+            await _warn_if_incomplete(store, args.run)
     except NotFound as exc:
         console.print(f"[red]error:[/red] {exc}", highlight=False)
         return EXIT_BAD_INPUT

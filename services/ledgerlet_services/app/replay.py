@@ -24,7 +24,7 @@ from ledgerlet_core.postmortem.compare import DecisionDiff, Mismatch, decision_d
 from ledgerlet_core.postmortem.overrides import apply_overrides
 from ledgerlet_services.runtime.embedded import run_feed
 from ledgerlet_services.runtime.recorder import CollectingSink
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.store import EventStore, RunState
 
 
 class NoSuchRun(LookupError):
@@ -38,10 +38,12 @@ class RecordedRun:
     inputs: list[Envelope]
     others: list[Envelope]
     read_seconds: float = 0.0
+    #: how the run ended (``RunEnded``: stored by what drove it, not derived by its loops)
+    ended: list[Envelope] = field(default_factory=list)
 
     @property
     def events(self) -> int:
-        return len(self.inputs) + len(self.others)
+        return len(self.inputs) + len(self.others) + len(self.ended)
 
     @property
     def full_observations(self) -> bool:
@@ -58,30 +60,52 @@ class RecordedRun:
 
 
 async def resolve_run(store: EventStore, run: str | None) -> str:
-    """``run`` if the store has it; the newest run when none is named."""
-    runs = await store.runs()
-    if not runs:
+    """``run`` if the store has it; the newest completed run when none is named."""
+    return (await run_state(store, run)).run
+
+
+async def run_state(store: EventStore, run: str | None) -> RunState:
+    """The state of ``run`` (the newest completed run when none is named)."""
+    states = await store.run_states()
+    if not states:
         raise NoSuchRun(f"{store.describe()} holds no runs")
     if run is None or run == "latest":
-        return runs[0][0]
-    if run not in {r for r, _ in runs}:
-        raise NoSuchRun(f"{store.describe()} holds no run {run!r} (newest: {runs[0][0]})")
-    return run
+        done = next((s for s in states if s.completed), None)
+        if done is None:
+            newest = states[0]
+            raise NoSuchRun(f"{store.describe()} holds no completed run (newest: {newest.run}, {newest.status})")
+        return done
+    found = next((s for s in states if s.run == run), None)
+    if found is None:
+        raise NoSuchRun(f"{store.describe()} holds no run {run!r} (newest: {states[0].run})")
+    return found
+
+
+def incomplete_warning(state: RunState) -> str | None:
+    """What a reader says of a run that did not complete (None for a completed one)."""
+    if state.completed:
+        return None
+    why = f": {state.reason}" if state.reason else ""
+    return (
+        f"run {state.run} is incomplete ({state.status}{why}); what is stored is only part of it. "
+        f"Running its scenario again with --run-id {state.run} completes it."
+    )
 
 
 async def read_recorded(store: EventStore, run: str, *, batch: int = 20_000) -> RecordedRun:
     began = time.perf_counter()
     inputs: list[Envelope] = []
     others: list[Envelope] = []
+    ended: list[Envelope] = []
     async for stored in store.iter_run(run, batch=batch):
         env = stored.envelope
-        (inputs if env.kind == INPUT else others).append(env)
+        (ended if env.type == "RunEnded" else inputs if env.kind == INPUT else others).append(env)
     started = next((e for e in inputs if e.type == "ScenarioStarted"), None)
     if started is None:
         raise NoSuchRun(f"run {run!r} has no ScenarioStarted event: nothing to replay from")
     inputs.sort(key=Envelope.sort_key)
     others.sort(key=Envelope.sort_key)
-    return RecordedRun(run, decode_data(started), inputs, others, time.perf_counter() - began)
+    return RecordedRun(run, decode_data(started), inputs, others, time.perf_counter() - began, ended)
 
 
 def replay_feed(recorded: RecordedRun, started: ev.ScenarioStarted | None = None) -> list[Envelope]:

@@ -48,6 +48,9 @@ class RunInfo:
     duration_seconds: float
     recorded_at: datetime
     source: str
+    #: completed, failed, running or abandoned (``ledgerlet_store.store.RunState``)
+    status: str = "completed"
+    status_reason: str = ""
 
 
 def encode_cursor(e: StoredEvent) -> str:
@@ -55,11 +58,18 @@ def encode_cursor(e: StoredEvent) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
+def _int64(value: object) -> bool:
+    """An integer a database column holds (not a bool, which JSON's true also gives)."""
+    return isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
+
+
 def decode_cursor(text: str) -> tuple[int, str, int]:
     try:
         raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
         t, key, position = json.loads(raw)
-        if not (isinstance(t, int) and isinstance(key, str) and isinstance(position, int)):
+        if not (_int64(t) and isinstance(key, str) and _int64(position) and position >= 0):
+            raise ValueError
+        if "\x00" in key or len(key) > 1000:
             raise ValueError
         return t, key, position
     except (ValueError, TypeError, json.JSONDecodeError):
@@ -89,22 +99,47 @@ class Audit:
     def __init__(self, store: EventStore) -> None:
         self.store = store
         self._started: dict[str, tuple[ev.ScenarioStarted, datetime]] = {}
+        self._completed: set[str] = set()
 
     # -- runs ----------------------------------------------------------------------
     async def runs(self) -> list[RunInfo]:
         out = []
-        for run, recorded_at in await self.store.runs():
-            started, start = await self.started(run)
-            out.append(RunInfo(run, started.name, start, started.duration / SECOND, recorded_at, started.source))
+        for state in await self.store.run_states():
+            started, start = await self.started(state.run)
+            out.append(
+                RunInfo(
+                    state.run,
+                    started.name,
+                    start,
+                    started.duration / SECOND,
+                    state.started_at,
+                    started.source,
+                    state.status,
+                    state.reason,
+                )
+            )
         return out
 
+    async def status(self, run: str) -> str | None:
+        """The run's lifecycle state (None: no such run); a completed run stays completed."""
+        if run in self._completed:
+            return "completed"
+        state = next((s for s in await self.store.run_states() if s.run == run), None)
+        if state is not None and state.completed:
+            self._completed.add(run)
+        return state.status if state is not None else None
+
     async def resolve(self, run: str | None) -> str:
-        runs = await self.store.runs()
-        if not runs:
+        """``run`` if the store has it; ``latest`` is the newest *completed* run."""
+        states = await self.store.run_states()
+        if not states:
             raise NotFound("the store holds no runs")
         if run in (None, "", "latest"):
-            return runs[0][0]
-        if run not in {r for r, _ in runs}:
+            done = next((s for s in states if s.completed), None)
+            if done is None:
+                raise NotFound(f"the store holds no completed run (newest: {states[0].run}, {states[0].status})")
+            return done.run
+        if run not in {s.run for s in states}:
             raise NotFound(f"no run {run!r}")
         return str(run)
 
@@ -199,6 +234,8 @@ class Audit:
     async def explain(self, run: str, pod: str) -> Explanation:
         _, start = await self.started(run)
         pod_events = [e.envelope for e in await self.store.read_pod(run, pod)]
+        if not pod_events:
+            raise NotFound(f"no pod {pod!r} in run {run}")  # as its history answers
         end = ending(pod_events)
         node_events: list[Envelope] = []
         observations: list[Envelope] = []

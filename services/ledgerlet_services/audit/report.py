@@ -74,7 +74,14 @@ async def collect(store: EventStore, run: str | None) -> ReportData:
             )
         elif e.type in _OTHER_ENDINGS and not (e.type == "PodTerminated" and d.get("reason") == "Evicted"):
             endings.append({"t": e.t / SECOND, "type": e.type, "node": e.node, "pod": e.pod, "why": _why(e.type, d)})
+    state = next((s for s in await store.run_states() if s.run == run), None)
+    incomplete = None
+    if state is not None and not state.completed:
+        incomplete = (
+            f"It is {state.status}{': ' + state.reason if state.reason else ''}; what follows is only part of it."
+        )
     return ReportData(
+        incomplete=incomplete,
         run=run,
         name=started.name,
         source=started.source,

@@ -76,6 +76,8 @@ class ReportData:
     evictions: list[EvictionRow]
     endings: list[dict[str, Any]]
     nodes_not_plotted: list[str] = field(default_factory=list)
+    #: what readers say of a run that did not complete (None: it did)
+    incomplete: str | None = None
 
 
 def _e(x: object) -> str:
@@ -189,6 +191,11 @@ def render_report(r: ReportData) -> str:
         f"<h1>Incident report: {_e(r.name)}</h1>",
         f"<p class='sub'>run <code>{_e(r.run)}</code> &middot; from {_e(r.start)} for {_fmt_t(r.duration)} "
         f"&middot; source {_e(r.source or '-')}</p>",
+        *(
+            [f"<p class='msg' role='alert'><strong>Incomplete run.</strong> {_e(r.incomplete)}</p>"]
+            if r.incomplete
+            else []
+        ),
         "<h2>What was decided</h2>",
         _summary_sentence(r),
         "<table class='counts'><tr><th>decision</th><th>count</th></tr>",

@@ -19,12 +19,13 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from ledgerlet_bus.kafka import KafkaBus
 from ledgerlet_bus.retry import with_backoff
+from ledgerlet_core.contracts.internal import RUN_COMPLETED
 from ledgerlet_core.contracts.registry import DECISION
 from ledgerlet_core.scenario.feed import scenario_feed
 from ledgerlet_core.scenario.load import Scenario
 from ledgerlet_services.runtime.catalog import control_loop, loop_groups, recorder_groups, service_names
 from ledgerlet_services.runtime.driver import Driver
-from ledgerlet_services.runtime.embedded import RunResult, new_run_id
+from ledgerlet_services.runtime.embedded import RunResult, new_run_id, record_outcome
 from ledgerlet_services.runtime.recorder import NAME as RECORDER
 from ledgerlet_services.runtime.recorder import RecorderRunner
 from ledgerlet_services.runtime.shell import ServiceRunner
@@ -176,6 +177,7 @@ async def drive(
         await bus.close()
     store = await open_store(store_dsn)
     try:
+        await record_outcome(store, run_id, scenario.duration, RUN_COMPLETED)
         decisions = await store.read_run(run_id, kind=DECISION)
         stored = await store.count(run_id)
     finally:

@@ -14,8 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from ledgerlet_bus.memory import MemoryBus
+from ledgerlet_core.contracts import order
 from ledgerlet_core.contracts.envelope import Envelope
-from ledgerlet_core.contracts.registry import DECISION
+from ledgerlet_core.contracts.internal import RUN_COMPLETED, RUN_FAILED, RunEnded
+from ledgerlet_core.contracts.registry import DECISION, make_envelope
 from ledgerlet_core.scenario.feed import scenario_feed
 from ledgerlet_core.scenario.load import Scenario
 from ledgerlet_services.runtime.catalog import CONTROL_LOOPS
@@ -29,6 +31,11 @@ from ledgerlet_store.store import EventStore, StoredEvent
 #: how long a step may go on without any loop committing anything before the run is
 #: declared stuck (progress, not elapsed time: a slow machine is waited out)
 IDLE_TIMEOUT = 120.0
+
+#: how many records the recorder may trail the loops by before the clock waits for it:
+#: the in-memory bus keeps every record it has not stored (an observation of a 110-pod
+#: node is some 60 KB)
+MAX_RECORDER_LAG = 5_000
 
 
 class ServiceFailed(RuntimeError):
@@ -63,18 +70,24 @@ async def run_embedded(
 ) -> RunResult:
     run_id = run or new_run_id()
     began = time.perf_counter()
-    outcome = await run_feed(
-        scenario_feed(scenario, run_id),
-        store,
-        run=run_id,
-        duration=scenario.duration,
-        progress=progress,
-        partitions=partitions,
-        full_observations=full_observations,
-        telemetry=telemetry,
-        bus=bus,
-        idle_timeout=idle_timeout,
-    )
+    try:
+        outcome = await run_feed(
+            scenario_feed(scenario, run_id),
+            store,
+            run=run_id,
+            duration=scenario.duration,
+            progress=progress,
+            partitions=partitions,
+            full_observations=full_observations,
+            telemetry=telemetry,
+            bus=bus,
+            idle_timeout=idle_timeout,
+        )
+    except ServiceFailed as exc:
+        with contextlib.suppress(Exception):  # (the store may be what failed)
+            await record_outcome(store, run_id, scenario.duration, RUN_FAILED, str(exc))
+        raise
+    await record_outcome(store, run_id, scenario.duration, RUN_COMPLETED)
     decisions = await store.read_run(run_id, kind=DECISION)
     return RunResult(
         run=run_id,
@@ -84,6 +97,13 @@ async def run_embedded(
         wall_seconds=time.perf_counter() - began,
         service_events=outcome.service_events,
     )
+
+
+async def record_outcome(sink: EventSink, run: str, t: int, outcome: str, reason: str = "") -> None:
+    """Store how the run ended, after everything it derived (:class:`RunEnded`)."""
+    at = order.RUN_COMPLETED_AT if outcome == RUN_COMPLETED else order.RUN_FAILED_AT
+    ended = RunEnded(outcome=outcome, reason=reason)
+    await sink.append_batch([make_envelope(ended, run=run, t=t, order=[order.END, at], stream="run")])
 
 
 @dataclass
@@ -123,10 +143,14 @@ async def run_feed(
         run=run,
         duration=duration,
         groups=groups,
+        # the recorder may trail the loops, but the bus keeps what it has not stored: bounded
+        followers={recorder.group: list(ALL_TOPICS)},
+        max_follower_lag=MAX_RECORDER_LAG,
         progress=progress,
         telemetry=telemetry,
         idle_timeout=idle_timeout,
     )
+    del feed  # the driver lets each input go once it is published
     service_tasks = [asyncio.create_task(r.run(), name=r.group) for r in runners]
     recorder_task = asyncio.create_task(recorder.run(), name=recorder.group)
     drive = asyncio.create_task(driver.run(), name="driver")
