@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
 
 FAILING_RUN = """
@@ -91,3 +93,63 @@ async def test_a_slowed_run_completes_with_the_same_log(tmp_path: Path) -> None:
     assert result.wall_seconds > 1.0  # it did run slowly
     log = encode_records(to_records([d.envelope for d in result.decisions], scenario.start))
     assert log == golden_path("memory-pressure").read_bytes()
+
+
+FAILING_AT = """
+import sys
+from ledgerlet_services.loops import base
+
+victim, at = sys.argv[4], int(sys.argv[5])
+handled = [0]
+original = base.Loop.handle
+
+def handle(self, env, out):
+    if self.name == victim:
+        handled[0] += 1
+        if handled[0] == at:
+            raise RuntimeError("injected failure")
+    return original(self, env, out)
+
+base.Loop.handle = handle
+from ledgerlet_services.app.cli import main
+sys.exit(main(["run", sys.argv[1], "--decisions", sys.argv[2], "--store", sys.argv[3], "--quiet", "--run-id", "f"]))
+"""
+
+LOOPS = ["stats-collector", "eviction-manager", "shutdown-manager", "scheduler", "controller-manager"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_a_failure_anywhere_ends_the_run_promptly_on_either_store(seed: int, store_dsn: str, tmp_path: Path) -> None:
+    """A loop failing at a random event (drawn from the seed), on SQLite and PostgreSQL:
+    exit 1 within seconds, a one-line reason, no log, and the run stored as failed."""
+    import asyncio
+    import random
+    import time
+
+    from ledgerlet_store.store import FAILED, EventStore
+
+    rnd = random.Random(seed)
+    victim, at = rnd.choice(LOOPS), rnd.randint(1, 40)
+    scenario = ROOT / "tests/golden/scenarios/workloads-and-operator-actions.yaml"
+    log = tmp_path / "out.jsonl"
+    began = time.monotonic()
+    res = subprocess.run(
+        [sys.executable, "-c", FAILING_AT, str(scenario), str(log), store_dsn, victim, str(at)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert time.monotonic() - began < 60
+    assert res.returncode == 1, (victim, at, res.stdout + res.stderr)
+    assert f"{victim} stopped: RuntimeError('injected failure')" in " ".join(res.stdout.split())
+    assert "Traceback" not in res.stdout + res.stderr
+    assert not log.exists()
+
+    async def state() -> tuple[str, str]:
+        async with await EventStore.open(store_dsn) as store:
+            found = {s.run: s for s in await store.run_states()}["f"]
+        return found.status, found.reason
+
+    status, reason = asyncio.run(state())
+    assert status == FAILED and "injected failure" in reason

@@ -14,11 +14,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from ledgerlet_bus.api import BusTimeout
 from ledgerlet_core.contracts.decision_log import encode_records, to_records
+from ledgerlet_core.contracts.internal import RUN_FAILED
 from ledgerlet_core.model.duration import SECOND
 from ledgerlet_core.model.errors import InputError
+from ledgerlet_core.scenario.bounds import check_size, decode_text
 from ledgerlet_core.scenario.load import Scenario, load_scenario
 from ledgerlet_services.app.cli_postmortem import COMMANDS as POSTMORTEM_COMMANDS
 from ledgerlet_services.app.cli_postmortem import add_parsers as add_postmortem_parsers
@@ -34,7 +37,7 @@ from ledgerlet_services.runtime.distributed import (
     is_healthy,
     serve,
 )
-from ledgerlet_services.runtime.embedded import RunResult, ServiceFailed, run_embedded
+from ledgerlet_services.runtime.embedded import RunResult, ServiceFailed, new_run_id, record_outcome, run_embedded
 from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_store.dsn import DEFAULT_DSN, describe
 from ledgerlet_store.store import EventStore
@@ -119,14 +122,14 @@ def _bus_and_store(p: argparse.ArgumentParser) -> None:
 
 def load_or_report(path: Path, console: Console) -> Scenario | None:
     try:
-        text = path.read_text(encoding="utf-8")
+        check_size(path.stat().st_size, str(path))  # before reading it all in
+        data = path.read_bytes()
+        return load_scenario(decode_text(data, str(path)), str(path))
     except OSError as exc:
         console.print(f"[red]error:[/red] {path}: {exc.strerror or exc}")
         return None
-    try:
-        return load_scenario(text, str(path))
-    except InputError as exc:
-        console.print(f"[red]error:[/red] {exc}", markup=True, highlight=False)
+    except InputError as exc:  # (its text is the input's, never markup)
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         return None
 
 
@@ -141,18 +144,82 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
     except Exception as exc:  # a store we cannot open or migrate
         console.print(f"[red]error:[/red] cannot open store {args.store}: {exc}", highlight=False)
         return EXIT_FAILED
+    run_id = args.run_id or new_run_id()
     try:
-        with virtual_time_progress(console, scenario.duration, enabled=not args.quiet and console.is_terminal) as cb:
-            result = await run_embedded(
-                scenario, store, run=args.run_id, progress=cb, full_observations=args.store_observations == "full"
-            )
+        with (
+            stopped_by_signals() as stopping,
+            virtual_time_progress(console, scenario.duration, enabled=not args.quiet and console.is_terminal) as cb,
+        ):
+            result: RunResult | None = None
+            try:
+                result = await run_embedded(
+                    scenario, store, run=run_id, progress=cb, full_observations=args.store_observations == "full"
+                )
+            except asyncio.CancelledError:
+                if not stopping.signals:
+                    raise
+        if result is None:
+            return await _interrupted(stopping.signals[0], store, run_id, scenario.duration, console)
     except ServiceFailed as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         return EXIT_FAILED
     finally:
-        await store.close()
+        with contextlib.suppress(Exception, asyncio.CancelledError):
+            await asyncio.wait_for(store.close(), STORE_CLOSE_TIMEOUT)
     _report(args, console, scenario, result, store.describe())
     return EXIT_OK
+
+
+#: how long closing the store may take once a run has stopped (a store cut off mid-write
+#: could otherwise keep the process alive)
+STORE_CLOSE_TIMEOUT = 10.0
+
+
+class _Stopping:
+    """The signals received while a run was under way (the first one stops it)."""
+
+    def __init__(self) -> None:
+        self.signals: list[signal.Signals] = []
+
+
+@contextlib.contextmanager
+def stopped_by_signals() -> Iterator[_Stopping]:
+    """SIGINT (Ctrl-C) and SIGTERM stop the run cleanly: the current task is cancelled, so
+    every service stops and the store is closed; a second Ctrl-C while that happens gets
+    Python's own handling (an immediate KeyboardInterrupt)."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    stopping = _Stopping()
+
+    def stop(sig: signal.Signals) -> None:
+        stopping.signals.append(sig)
+        for s in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(s)
+        if task is not None:
+            task.cancel()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop, sig)
+    try:
+        yield stopping
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        if stopping.signals and task is not None:
+            task.uncancel()
+
+
+async def _interrupted(sig: signal.Signals, store: EventStore, run: str, t: int, console: Console) -> int:
+    """Say where the run stopped and how to finish it; exit 128 + the signal's number."""
+    reason = f"interrupted by {sig.name}"
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(record_outcome(store, run, t, RUN_FAILED, reason), STORE_CLOSE_TIMEOUT)
+    console.print(
+        f"[yellow]stopped:[/yellow] {reason}; run {run} is incomplete in {store.describe()}. "
+        f"Run the same scenario with --run-id {run} to complete it.",
+        highlight=False,
+    )
+    return 128 + int(sig)
 
 
 def _report(args: argparse.Namespace, console: Console, scenario: Scenario, result: RunResult, where: str) -> None:
@@ -246,7 +313,10 @@ def _audit_service(args: argparse.Namespace) -> int:
         print("error: audit-api needs --store (or LEDGERLET_STORE)", file=sys.stderr)
         return EXIT_BAD_INPUT
     app = create_app(
-        args.store, token=os.environ.get("LEDGERLET_API_TOKEN") or None, heartbeat=Heartbeat(health_file(AUDIT_API))
+        args.store,
+        token=os.environ.get("LEDGERLET_API_TOKEN") or None,
+        heartbeat=Heartbeat(health_file(AUDIT_API)),
+        publish_docs=os.environ.get("LEDGERLET_API_PUBLISH_DOCS", "") == "1",
     )
     port = int(os.environ.get("LEDGERLET_API_PORT", "8080"))
     config = uvicorn.Config(app, host=os.environ.get("LEDGERLET_API_HOST", "0.0.0.0"), port=port, log_level="info")
@@ -303,7 +373,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console(stderr=False)
     if not console.is_terminal:
         console.width = max(console.width, 120)  # logs and pipes: do not squeeze the tables
-    if args.command in ("run", "service"):
+    if args.command in ("run", "service", "drive", "replay", "whatif"):
         # Services hold hundreds of thousands of long-lived objects (pods, plans); the
         # default thresholds run the cyclic collector over all of them again and again
         # while they are built (a quarter of start-up at 110,000 pods).
