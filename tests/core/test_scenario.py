@@ -179,6 +179,18 @@ def test_json_scenarios_load_like_yaml() -> None:
     assert err.obj == "JSON"
 
 
+def test_flow_style_yaml_opening_with_a_brace_is_read_as_yaml() -> None:
+    """``yaml.dump(..., default_flow_style=True)`` writes ``{apiVersion: ledgerlet/v1, ...}``:
+    not JSON, but YAML, and read as such."""
+    import yaml
+
+    text = (EXAMPLES / "memory-pressure.yaml").read_text()
+    flow = yaml.safe_dump(yaml.safe_load(text), default_flow_style=True)
+    assert flow.startswith("{")
+    a, b = load_scenario(text, "a.yaml"), load_scenario(flow, "flow.yaml")
+    assert a.objects == b.objects and a.events == b.events and a.duration == b.duration
+
+
 def test_priority_class_the_api_server_refuses() -> None:
     err = refused(
         scenario(

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Final
 
 from ledgerlet_core.model.k8s.objects import Pod
@@ -21,14 +22,30 @@ WORKLOAD_ANNOTATION: Final = "ledgerlet/workload"
 MANIFEST_PRIORITY_ANNOTATION: Final = "ledgerlet/manifest-priority"
 
 
-def exit_after_seconds(pod: Pod) -> float:
-    """``ledgerlet/exit-after``: how long the pod takes to exit on SIGTERM (default 0)."""
-    raw = pod.metadata.annotations.get(EXIT_AFTER_ANNOTATION, "0")
+#: the longest ``ledgerlet/exit-after`` (a year: far beyond any grace period, and a time
+#: every clock of a run can still add to)
+MAX_EXIT_AFTER_SECONDS: Final = 365 * 24 * 3600
+
+
+def exit_after_problem(raw: str) -> str | None:
+    """Why a ``ledgerlet/exit-after`` value cannot be used, or None: it must be a number of
+    seconds from 0 to :data:`MAX_EXIT_AFTER_SECONDS` (checked where objects enter a run,
+    so that no value the loader accepts can fail the run later)."""
     try:
         value = float(raw)
     except ValueError:
-        return 0.0
-    return max(value, 0.0)
+        return f'Invalid value: "{raw}": must be a number of seconds'
+    if not math.isfinite(value) or not 0 <= value <= MAX_EXIT_AFTER_SECONDS:
+        return f'Invalid value: "{raw}": must be a number of seconds from 0 to {MAX_EXIT_AFTER_SECONDS}'
+    return None
+
+
+def exit_after_seconds(pod: Pod) -> float:
+    """``ledgerlet/exit-after``: how long the pod takes to exit on SIGTERM (default 0)."""
+    raw = pod.metadata.annotations.get(EXIT_AFTER_ANNOTATION, "0")
+    if exit_after_problem(raw) is not None:
+        return 0.0  # (refused where the object entered; never reached)
+    return float(raw)
 
 
 def kubelet_priority(pod: Pod) -> int:

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from ledgerlet_core.model.errors import InputError
-from ledgerlet_core.model.quantity import Quantity, QuantityError, parse_quantity
+from ledgerlet_core.model.quantity import MAX_INT64, NANO, Quantity, QuantityError, parse_quantity
 
 T = TypeVar("T")
 
@@ -26,7 +26,12 @@ def quantity_from(obj: object) -> Quantity:
     if isinstance(obj, bool) or not isinstance(obj, (str, int, float)):
         raise TypeError(f'expected a quantity such as "100Mi", got {type(obj).__name__}')
     text = obj.strip() if isinstance(obj, str) else _number_text(obj)
-    return parse_quantity(text)
+    q = parse_quantity(text)
+    if abs(q.nanos) > MAX_INT64 * NANO:
+        # upstream parses such a value (an inf.Dec) but its Value() cannot hold it, and
+        # nothing a run does with it could be right: refused where it enters
+        raise QuantityError(f"quantity is larger than {MAX_INT64:,}, the most an int64 holds")
+    return q
 
 
 def _number_text(value: int | float) -> str:

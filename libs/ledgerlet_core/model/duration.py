@@ -6,6 +6,7 @@ scenario's start, so that sums of grace periods and intervals never drift.
 
 from __future__ import annotations
 
+import math
 from typing import Final
 
 __all__ = ["DurationError", "format_duration", "parse_duration", "seconds", "to_seconds"]
@@ -83,7 +84,12 @@ def parse_duration(text: str) -> int:
 
 
 def seconds(value: float) -> int:
-    """Seconds (as scenario files write them) to nanoseconds, rounded to the nearest ns."""
+    """Seconds (as scenario files write them) to nanoseconds, rounded to the nearest ns.
+
+    Numbers have the same bounds as duration strings (Go's int64 nanoseconds, about 292
+    years): NaN, infinities and anything larger are refused, never carried into a run."""
+    if not math.isfinite(value) or abs(value) * SECOND > _MAX:
+        raise DurationError(f"{value!r} seconds is not a duration (at most {_MAX // SECOND:,} seconds either way)")
     return round(value * SECOND)
 
 

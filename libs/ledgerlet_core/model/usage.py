@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from ledgerlet_core.model.codec import quantity_from
-from ledgerlet_core.model.duration import seconds
+from ledgerlet_core.model.duration import DurationError, seconds
 from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.model.quantity import QuantityError
 
@@ -79,7 +79,10 @@ def _time(raw: Any, where: str) -> int:
         raise InputError(f"expected seconds as a number, got {raw!r}", field=where)
     if raw < 0:
         raise InputError(f"time {raw} must not be negative", field=where)
-    return seconds(raw)
+    try:
+        return seconds(raw)
+    except DurationError as exc:
+        raise InputError(str(exc), field=where) from None
 
 
 def parse_series(raw: Any, where: str) -> Series:

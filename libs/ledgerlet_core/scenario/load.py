@@ -37,6 +37,7 @@ from ledgerlet_core.model.k8s.priority import is_static_pod
 from ledgerlet_core.model.summary import Summary
 from ledgerlet_core.model.timefmt import EPOCH, parse_rfc3339
 from ledgerlet_core.model.usage import LAYOUTS, NodeUsage, PodUsage, parse_node_usage, parse_pod_usage
+from ledgerlet_core.scenario.bounds import check_aliases, check_block_depth
 from ledgerlet_core.scheduling.config import SchedulerConfig, config_errors
 
 API_VERSION: Final = "ledgerlet/v1"
@@ -118,18 +119,47 @@ def default_uid(kind: str, namespace: str, name: str, generation: int = 0) -> st
     return str(uuid.uuid5(UID_NAMESPACE, f"{kind}/{namespace}/{name}/{generation}"))
 
 
+class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """The safe loader (libyaml's parser when there is one), refusing a mapping that
+    repeats a key: YAML says keys are unique, and PyYAML would silently keep the last."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[str] = set()
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                if key_node.value in seen:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"found duplicate key {key_node.value!r}",
+                        key_node.start_mark,
+                    )
+                seen.add(key_node.value)
+        result: dict[Any, Any] = super().construct_mapping(node, deep)
+        return result
+
+
 def _yaml(text: str, source: str) -> Any:
     """YAML 1.1 (as Kubernetes tooling reads it), or JSON, which is parsed much faster:
-    large generated scenarios are best written as JSON."""
+    large generated scenarios are best written as JSON. A text opening with ``{`` is
+    tried as JSON first; flow-style YAML opens the same way, so it is then read as YAML
+    (and if neither reads it, the JSON error is the one reported)."""
+    json_error: msgspec.DecodeError | None = None
     if text.lstrip().startswith("{"):
         try:
             return msgspec.json.decode(text.encode())
         except msgspec.DecodeError as exc:
-            raise InputError(f"not valid JSON: {exc}", file=source, obj="JSON") from None
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+            json_error = exc
+        except RecursionError:
+            raise InputError("nested too deeply", file=source, obj="JSON") from None
+    check_block_depth(text, source)
     try:
-        docs = list(yaml.load_all(text, Loader=loader))
+        docs = list(yaml.load_all(text, Loader=_UniqueKeyLoader))
+    except RecursionError:
+        raise InputError("nested too deeply", file=source, obj="YAML") from None
     except yaml.YAMLError as exc:
+        if json_error is not None:
+            raise InputError(f"not valid JSON: {json_error}", file=source, obj="JSON") from None
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or str(exc)
@@ -137,7 +167,35 @@ def _yaml(text: str, source: str) -> Any:
     docs = [d for d in docs if d is not None]
     if len(docs) != 1:
         raise InputError(f"expected exactly one YAML document, found {len(docs)}", file=source)
+    if "&" in text:  # anchors, so perhaps aliases
+        check_aliases(docs[0], source)
     return docs[0]
+
+
+def _section(spec: Mapping[str, Any], name: str, kind: type[dict[str, Any]] | type[list[Any]]) -> Any:
+    """``spec.NAME`` of the type it must have; absent or null is empty (``events: {}``,
+    a mapping where a list belongs, was taken for an empty list)."""
+    value = spec.get(name)
+    if value is None:
+        return kind()
+    if not isinstance(value, kind):
+        raise InputError(f"expected a {'mapping' if kind is dict else 'list'}", obj="spec", field=name)
+    return value
+
+
+def _check_machine_memory(usage: NodeUsage, node: Node | None, where: str) -> None:
+    """A closed-loop node's machine needs memory: the kernel's OOM scores and every memory
+    signal are shares of it (upstream's nodes always report it)."""
+    memory = usage.capacity.get("memory")
+    if memory is None:
+        declared = node.status.capacity.get("memory") if node is not None else None
+        memory = declared.value() if declared is not None else 0
+    if memory <= 0:
+        raise InputError(
+            "a node with usage needs a memory capacity (usage capacity.memory or the Node's status.capacity.memory)",
+            obj="spec",
+            field=where,
+        )
 
 
 def _duration(raw: Any, *, obj: str, field_name: str) -> int:
@@ -146,7 +204,10 @@ def _duration(raw: Any, *, obj: str, field_name: str) -> int:
     if isinstance(raw, (int, float)):
         if raw < 0:
             raise InputError(f"duration {raw} must not be negative", obj=obj, field=field_name)
-        return seconds(raw)
+        try:
+            return seconds(raw)
+        except DurationError as exc:
+            raise InputError(str(exc), obj=obj, field=field_name) from None
     if not isinstance(raw, str):
         raise InputError(f"expected a duration such as 15m, got {raw!r}", obj=obj, field=field_name)
     try:
@@ -195,25 +256,21 @@ def _load(text: str, source: str) -> Scenario:
         raise InputError("required field is missing", obj="spec", field="duration")
     duration = _duration(spec["duration"], obj="spec", field_name="duration")
 
-    kubelet_raw = spec.get("kubeletConfig") or {}
-    if not isinstance(kubelet_raw, dict):
-        raise InputError("expected a mapping", obj="spec", field="kubeletConfig")
+    kubelet_raw = _section(spec, "kubeletConfig", dict)
     kubelet = resolve_kubelet_config(kubelet_raw, obj="spec.kubeletConfig")
-    scheduler = convert(spec.get("schedulerConfig") or {}, SchedulerConfig, obj="spec.schedulerConfig")
+    scheduler = convert(_section(spec, "schedulerConfig", dict), SchedulerConfig, obj="spec.schedulerConfig")
     refused = config_errors(scheduler)
     if len(refused) == 1:
         raise InputError(refused[0][1], obj="spec", field=f"schedulerConfig.{refused[0][0]}")
     if refused:  # as upstream prints an aggregate of field errors
         message = "[" + ", ".join(f"schedulerConfig.{f}: {m}" for f, m in refused) + "]"
         raise InputError(message, obj="spec")
-    controller = convert(spec.get("controllerConfig") or {}, ControllerConfig, obj="spec.controllerConfig")
+    controller = convert(_section(spec, "controllerConfig", dict), ControllerConfig, obj="spec.controllerConfig")
     _duration(controller.node_monitor_grace_period, obj="spec.controllerConfig", field_name="nodeMonitorGracePeriod")
 
-    objects, obj_warnings = _objects(spec.get("objects") or [])
+    objects, obj_warnings = _objects(_section(spec, "objects", list))
     warnings += obj_warnings
-    raw_events = spec.get("events") or []
-    if not isinstance(raw_events, list):
-        raise InputError("expected a list", obj="spec", field="events")
+    raw_events = _section(spec, "events", list)
     events = [_event(i, raw) for i, raw in enumerate(raw_events)]
     events.sort(key=lambda e: e.at)  # stable: same instant keeps file order
 
@@ -232,11 +289,10 @@ def _load(text: str, source: str) -> Scenario:
     _check_references(objects, events, known_nodes)
     objects = _resolve_initial_pods(objects, controller)
 
-    usage_raw = spec.get("usage") or {}
-    if not isinstance(usage_raw, dict):
-        raise InputError("expected a mapping", obj="spec", field="usage")
+    usage_raw = _section(spec, "usage", dict)
     node_usage: dict[str, NodeUsage] = {}
     pod_usage: dict[str, PodUsage] = {}
+    node_objects = {o.metadata.name: o for o in objects if isinstance(o, Node)}
     for key, raw in usage_raw.items():
         where = f"usage.{key}"
         if not isinstance(key, str) or key.count("/") not in (1, 2):
@@ -246,6 +302,7 @@ def _load(text: str, source: str) -> Scenario:
             if node not in known_nodes:
                 raise InputError(f"usage for unknown node {node!r}", obj="spec", field=where)
             node_usage[node] = _located(lambda raw=raw, where=where: parse_node_usage(raw, where))
+            _check_machine_memory(node_usage[node], node_objects.get(node), where)
         else:
             pod_usage[key] = _located(lambda raw=raw, where=where: parse_pod_usage(raw, where))
             if key.count("/") == 2 and key.split("/")[1] not in Workload.KINDS:

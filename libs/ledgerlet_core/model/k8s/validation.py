@@ -10,10 +10,12 @@ checked; everything else is accepted as the API server would accept it.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Final
 
+from ledgerlet_core.model.annotations import EXIT_AFTER_ANNOTATION, exit_after_problem
 from ledgerlet_core.model.errors import InputError
-from ledgerlet_core.model.k8s.objects import AnyObject, Container, Node, Pod, PodSpec, Workload
+from ledgerlet_core.model.k8s.objects import AnyObject, Container, Node, Pod, PodSpec, ResourceQuota, Workload
 
 _DNS1123_LABEL: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_SUBDOMAIN: Final = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -47,18 +49,33 @@ def validate_object(obj: AnyObject) -> None:
     if ns and not is_dns1123_label(ns):
         raise InputError(f'Invalid value: "{ns}": {_LABEL_MSG}', field="metadata.namespace")
     if isinstance(obj, Pod):
+        _validate_exit_after(obj.metadata.annotations, "metadata.annotations")
         validate_pod_spec(obj.spec, "spec")
     elif isinstance(obj, Workload):
+        _validate_exit_after(obj.spec.template.metadata.annotations, "spec.template.metadata.annotations")
         validate_pod_spec(obj.spec.template.spec, "spec.template.spec")
         for field, value in (("replicas", obj.spec.replicas), ("parallelism", obj.spec.parallelism)):
             if value is not None and value < 0:
                 raise InputError(f"Invalid value: {value}: must be greater than or equal to 0", field=f"spec.{field}")
+    elif isinstance(obj, ResourceQuota):
+        for resource, q in obj.spec.hard.items():
+            if q.sign() < 0:  # ValidateResourceQuota: ValidateResourceQuantityValue
+                raise InputError(
+                    f'Invalid value: "{q}": must be greater than or equal to 0', field=f"spec.hard.{resource}"
+                )
     elif isinstance(obj, Node):
         for resource, q in (*obj.status.capacity.items(), *obj.status.allocatable.items()):
             if q.sign() < 0:
                 raise InputError(
                     f'Invalid value: "{q}": must be greater than or equal to 0', field=f"status.capacity.{resource}"
                 )
+
+
+def _validate_exit_after(annotations: Mapping[str, str], path: str) -> None:
+    raw = annotations.get(EXIT_AFTER_ANNOTATION)
+    problem = exit_after_problem(raw) if raw is not None else None
+    if problem is not None:
+        raise InputError(problem, field=f"{path}[{EXIT_AFTER_ANNOTATION}]")
 
 
 def validate_pod_spec(spec: PodSpec, path: str) -> None:
