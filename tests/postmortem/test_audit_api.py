@@ -113,3 +113,53 @@ def test_bearer_token(recorded: str) -> None:
         ok = c.get("/v1/runs", headers={"Authorization": f"Bearer {TOKEN}"})
         assert ok.status_code == 200 and ok.json()[0]["run"] == RUN
         assert c.get("/healthz").status_code == 200  # probes need no token
+
+
+def _cursor(*parts: object) -> str:
+    import base64
+    import json
+
+    return base64.urlsafe_b64encode(json.dumps(list(parts)).encode()).decode().rstrip("=")
+
+
+def test_hostile_requests_get_a_problem_never_a_500(client: TestClient) -> None:
+    """What a fuzzer found (a 500 each, on one store or both): window bounds beyond the
+    clock or not finite, cursors holding numbers no column holds, NUL bytes."""
+    for path, params in [
+        ("/v1/runs/latest/decisions", {"from": "1e12"}),
+        ("/v1/runs/latest/decisions", {"to": "-1e300"}),
+        ("/v1/runs/latest/decisions", {"from": "nan"}),
+        ("/v1/runs/latest/decisions", {"to": "inf"}),
+        ("/v1/runs/latest/nodes/k8s-m1/timeline", {"from": "1e19"}),
+        ("/v1/runs/latest/decisions", {"cursor": _cursor(2**70, "k", 1)}),
+        ("/v1/runs/latest/decisions", {"cursor": _cursor(True, "k", False)}),
+        ("/v1/runs/latest/decisions", {"cursor": _cursor(1, "k\x00", 1)}),
+        ("/v1/runs/latest/decisions", {"node": "k8s\x00m1"}),
+        ("/v1/runs/latest/pods/default/a%00b", {}),
+    ]:
+        r = client.get(path, params=params)
+        assert r.status_code == 400, (path, params, r.status_code, r.text)
+        assert r.headers["content-type"] == "application/problem+json"
+
+
+def test_unknown_pods_explain_as_404_and_405_says_what_is_allowed(client: TestClient) -> None:
+    assert client.get("/v1/runs/latest/pods/default/nobody/explain").status_code == 404
+    r = client.post("/v1/runs")
+    assert r.status_code == 405 and r.headers["allow"] == "GET"
+    assert r.headers["content-type"] == "application/problem+json"
+
+
+def test_runs_show_their_state_and_no_server_path(client: TestClient) -> None:
+    (run,) = client.get("/v1/runs").json()
+    assert run["status"] == "completed"
+    assert run["source"] == "disk-pressure-fluentd.yaml"  # the file's name, not where the server keeps it
+    assert run["recordedAt"].endswith("+00:00")  # with its zone, on SQLite too
+
+
+def test_with_a_token_the_openapi_document_is_behind_it(recorded: str) -> None:
+    with TestClient(create_app(recorded, token=TOKEN)) as c:
+        assert c.get("/openapi.json").status_code == 401
+        assert c.get("/docs").status_code == 404
+        assert "paths" in c.get("/openapi.json", headers={"Authorization": f"Bearer {TOKEN}"}).json()
+    with TestClient(create_app(recorded, token=TOKEN, publish_docs=True)) as c:
+        assert c.get("/openapi.json").status_code == 200 and c.get("/docs").status_code == 200

@@ -10,8 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hmac
-from collections.abc import AsyncIterator, Callable
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import PurePath
 from typing import Annotated, Any
 
 import sqlalchemy as sa
@@ -24,6 +26,15 @@ from ledgerlet_services.audit.queries import DEFAULT_PAGE, MAX_PAGE, Audit, BadC
 from ledgerlet_store.store import EventStore
 
 PROBLEM = "application/problem+json"
+log = logging.getLogger(__name__)
+
+#: virtual seconds an int64 nanosecond clock can hold (a window bound beyond it is refused)
+MAX_VIRTUAL_SECONDS = 9_223_372_036
+
+
+def VirtualSeconds(**kwargs: Any) -> Any:
+    """A query parameter in virtual seconds: finite and within the clock's range."""
+    return Query(ge=-MAX_VIRTUAL_SECONDS, le=MAX_VIRTUAL_SECONDS, allow_inf_nan=False, **kwargs)
 
 
 def problem(status: int, title: str, detail: str, request: Request, headers: dict[str, str] | None = None) -> Response:
@@ -62,8 +73,13 @@ def create_app(
     token: str | None = None,
     store: EventStore | None = None,
     heartbeat: Callable[[], None] | None = None,
+    publish_docs: bool = False,
 ) -> FastAPI:
-    """The app; it opens (and migrates) the store at start-up unless one is handed in."""
+    """The app; it opens (and migrates) the store at start-up unless one is handed in.
+
+    With a token, the OpenAPI document is behind it too and the docs pages are off,
+    unless ``publish_docs`` says they may be public."""
+    public_docs = not token or publish_docs
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -84,6 +100,9 @@ def create_app(
         version="1",
         description="Every decision ledgerlet's control loops made, with the inputs it was made from.",
         lifespan=lifespan,
+        docs_url="/docs" if public_docs else None,
+        redoc_url="/redoc" if public_docs else None,
+        openapi_url="/openapi.json" if public_docs else None,
     )
 
     async def authorised(request: Request) -> None:
@@ -96,6 +115,12 @@ def create_app(
 
     Auth = Depends(authorised)
 
+    if not public_docs:
+
+        @app.get("/openapi.json", dependencies=[Auth], include_in_schema=False)
+        async def openapi() -> dict[str, Any]:
+            return app.openapi()
+
     @app.exception_handler(NotFound)
     async def _not_found(request: Request, exc: NotFound) -> Response:
         return problem(404, "Not Found", str(exc), request)
@@ -106,9 +131,38 @@ def create_app(
 
     @app.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException) -> Response:
-        headers = {"WWW-Authenticate": "Bearer"} if exc.status_code == 401 else None
+        headers = dict(exc.headers or {})  # a 405 says what is allowed (Allow)
+        if exc.status_code == 401:
+            headers["WWW-Authenticate"] = "Bearer"
         title = {401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed"}.get(exc.status_code, "Error")
-        return problem(exc.status_code, title, str(exc.detail), request, headers)
+        return problem(exc.status_code, title, str(exc.detail), request, headers or None)
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> Response:
+        log.exception("%s %s failed", request.method, request.url.path)
+        return problem(500, "Internal Server Error", "the request failed; the server log says why", request)
+
+    @app.middleware("http")
+    async def _run_status(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        """Every answer about one run says how that run ended (``Ledgerlet-Run-Status``):
+        an incomplete run's decisions are only part of it."""
+        response = await call_next(request)
+        parts = request.url.path.split("/")
+        if len(parts) > 4 and parts[1:3] == ["v1", "runs"] and response.status_code < 400:
+            audit: Audit = request.app.state.audit
+            with contextlib.suppress(NotFound):
+                status = await audit.status(await audit.resolve(parts[3]))
+                if status is not None:
+                    response.headers["Ledgerlet-Run-Status"] = status
+        return response
+
+    @app.middleware("http")
+    async def _no_nul(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        """A NUL byte is no part of any id, name or filter (PostgreSQL refuses it in text)."""
+        raw = request.scope.get("raw_path", b"") + b"?" + request.scope.get("query_string", b"")
+        if b"\x00" in raw or b"%00" in raw:
+            return problem(400, "Bad Request", "a NUL byte is not allowed in the path or the query", request)
+        return await call_next(request)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> Response:
@@ -137,7 +191,9 @@ def create_app(
                 "start": r.start.isoformat().replace("+00:00", "Z"),
                 "durationSeconds": r.duration_seconds,
                 "recordedAt": r.recorded_at.isoformat(),
-                "source": r.source,
+                "source": PurePath(r.source).name if r.source else r.source,
+                "status": r.status,
+                **({"statusReason": r.status_reason} if r.status_reason else {}),
             }
             for r in await a.runs()
         ]
@@ -149,8 +205,8 @@ def create_app(
         type: Annotated[list[str] | None, Query(description="decision types (repeatable)")] = None,
         node: str | None = None,
         pod: Annotated[str | None, Query(description="namespace/name")] = None,
-        t_from: Annotated[float | None, Query(alias="from", description="virtual seconds, inclusive")] = None,
-        t_to: Annotated[float | None, Query(alias="to", description="virtual seconds, inclusive")] = None,
+        t_from: Annotated[float | None, VirtualSeconds(alias="from", description="virtual seconds, inclusive")] = None,
+        t_to: Annotated[float | None, VirtualSeconds(alias="to", description="virtual seconds, inclusive")] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = DEFAULT_PAGE,
         cursor: str | None = None,
     ) -> dict[str, Any]:
@@ -183,8 +239,8 @@ def create_app(
         a: AuditDep,
         run: str,
         name: str,
-        t_from: Annotated[float | None, Query(alias="from")] = None,
-        t_to: Annotated[float | None, Query(alias="to")] = None,
+        t_from: Annotated[float | None, VirtualSeconds(alias="from")] = None,
+        t_to: Annotated[float | None, VirtualSeconds(alias="to")] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = MAX_PAGE,
     ) -> dict[str, Any]:
         run = await a.resolve(run)
