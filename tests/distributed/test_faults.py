@@ -178,3 +178,34 @@ def test_broker_restarted_mid_scenario(pg_server: str, tmp_path: Path) -> None:
         assert log_d == log_e
         logs = [stack.tail(n, 2000) for n in service_names() if needs_bus(n)]
         assert all("Connect call failed" in log for log in logs), "a service did not see the broker go"
+
+
+def test_drive_killed_mid_scenario_and_driven_again_completes_the_run(stack: LocalStack, tmp_path: Path) -> None:
+    """kill -9 of `ledgerlet drive` (the virtual clock) mid-scenario: the run is left
+    incomplete in the store; driving it again with the same run id completes it, and the
+    log and the stored events are the embedded run's."""
+    run = f"redrive-{uuid.uuid4().hex[:8]}"
+    embedded_dsn = f"sqlite:///{tmp_path / 'embedded.db'}"
+    embedded_log, _ = asyncio.run(run_file(SCENARIO, embedded_dsn, run=run))
+    total = asyncio.run(_count(embedded_dsn, run))
+    first = stack.drive(SCENARIO, tmp_path / "first.jsonl", run_id=run)
+    try:
+        _wait_until_stored(stack.store_dsn, run, int(total * 0.3), first)
+        first.kill()
+        first.wait(30)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert not (tmp_path / "first.jsonl").exists()
+
+    async def status() -> str:
+        async with await EventStore.open(stack.store_dsn) as store:
+            return {s.run: s.status for s in await store.run_states()}[run]
+
+    assert asyncio.run(status()) != "completed"
+    again = stack.drive(SCENARIO, tmp_path / "again.jsonl", run_id=run)
+    stack.finish(again, run)
+    assert asyncio.run(status()) == "completed"
+    log = [json.loads(line) for line in (tmp_path / "again.jsonl").read_text().splitlines()]
+    assert log == embedded_log
+    _assert_same(asyncio.run(_stored(embedded_dsn, run)), asyncio.run(_stored(stack.store_dsn, run)))

@@ -11,6 +11,8 @@ in-memory bus and over Kafka.
 from __future__ import annotations
 
 import logging
+import uuid
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -53,7 +55,9 @@ class Driver:
         telemetry: Telemetry | None = None,
     ) -> None:
         self.bus = bus
-        self.feed = sorted(feed, key=Envelope.sort_key)
+        #: inputs not published yet: each is let go once published (a fleet's feed is
+        #: hundreds of thousands of encoded objects, and the bus has its own copy)
+        self.feed = deque(sorted(feed, key=Envelope.sort_key))
         self.run_id = run
         self.duration = duration
         self.groups = groups
@@ -64,17 +68,18 @@ class Driver:
         self.telemetry = telemetry or Telemetry.disabled()
         self.stats = DriverStats()
         self._timers: dict[int, set[int]] = {}
-        # a group per run: a stack serves run after run, and each driver wants its own timers
-        self._timer_group = f"{CLOCK_GROUP}.{run}"
+        # A group per driver, read from the start: a stack serves run after run, and a driver
+        # that takes over a run whose driver was killed must learn every timer the services
+        # asked for before (they will not ask again: what they handled is skipped as seen).
+        self._timer_group = f"{CLOCK_GROUP}.{run}.{uuid.uuid4().hex[:12]}"
 
     async def run(self) -> None:
         producer = self.bus.producer()
         timers = self.bus.consumer(self._timer_group, [TIMERS], whole=True)
         try:
-            i = 0
             feed = self.feed
             while True:
-                next_input = feed[i].t if i < len(feed) else None
+                next_input = feed[0].t if feed else None
                 next_timer = min(self._timers) if self._timers else None
                 candidates = [x for x in (next_input, next_timer) if x is not None]
                 if not candidates:
@@ -83,20 +88,7 @@ class Driver:
                 if now > self.duration:
                     break
                 self.stats.instants += 1
-                batch: list[Envelope] = []
-                while i < len(feed) and feed[i].t == now:
-                    batch.append(feed[i])
-                    i += 1
-                if batch:
-                    for env in batch:
-                        await producer.send(
-                            INPUTS,
-                            encode_envelope(env),
-                            key=(env.node or "cluster").encode(),
-                            headers=self.telemetry.publishing("driver", env),
-                        )
-                    await producer.flush()
-                    self.stats.inputs += len(batch)
+                if await self._publish_inputs(now, producer):
                     await self._settle(timers)
                 await self._tick(now, producer, timers)
                 await self._keep_followers_close()
@@ -121,6 +113,23 @@ class Driver:
         finally:
             await producer.close()
             await timers.close()
+
+    async def _publish_inputs(self, now: int, producer: Producer) -> int:
+        """Publish the inputs of ``now``, letting each go once sent (the bus has it)."""
+        published = 0
+        while self.feed and self.feed[0].t == now:
+            env = self.feed.popleft()
+            await producer.send(
+                INPUTS,
+                encode_envelope(env),
+                key=(env.node or "cluster").encode(),
+                headers=self.telemetry.publishing("driver", env),
+            )
+            published += 1
+        if published:
+            await producer.flush()
+            self.stats.inputs += published
+        return published
 
     async def _keep_followers_close(self) -> None:
         """Groups that only record (the store) may lag, but not without bound."""
