@@ -1,0 +1,117 @@
+"""The fleet of the fleet-scale issue on the embedded default (``bench/fleet.py``).
+
+N nodes x 110 bound pods with per-pod usage, housekeeping every 10 s, 10 minutes, one
+node in five crossing a hard threshold once. Reported:
+
+* reading and checking the scenario (JSON and flow-style YAML), in this process;
+* ``ledgerlet run`` of the fleet for 0 s (the load-only baseline: read, start the
+  services, fold and store the cluster) and for 10 minutes, each ``--runs`` times in a
+  process of its own; the closed loop's wall time is the median run minus the median
+  baseline; virtual seconds per wall second, evictions, peak RSS of each.
+
+The issue's fleet is 5,000 nodes (``--nodes 5000``); the default is a tenth of it, which
+fits this machine's memory with room to spare (see the README for both).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from fleet import write
+from ledgerlet_core.scenario.load import load_scenario
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _read(path: Path) -> float:
+    began = time.perf_counter()
+    load_scenario(path.read_text(), str(path))
+    return time.perf_counter() - began
+
+
+def _run(scenario: Path, out: Path, name: str) -> tuple[float, float, dict[str, int]]:
+    """``ledgerlet run``: wall seconds, peak RSS (MiB), decisions by type."""
+    log, db = out / f"{name}.jsonl", out / f"{name}.db"
+    for p in out.glob(f"{name}.db*"):
+        p.unlink()
+    cmd = [sys.executable, "-m", "ledgerlet_services.app.cli", "run", str(scenario), "--quiet"]
+    cmd += ["--decisions", str(log), "--store", f"sqlite:///{db}", "--run-id", name]
+    began = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=ROOT)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - began
+    if status != 0:
+        raise SystemExit(f"{name}: ledgerlet run failed ({status})")
+    counts: dict[str, int] = {}
+    for line in log.read_text().splitlines():
+        kind = json.loads(line)["type"]
+        counts[kind] = counts.get(kind, 0) + 1
+    return wall, usage.ru_maxrss / 1024, counts
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--nodes", type=int, default=500)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--out", type=Path, default=Path("out"))
+    args = ap.parse_args()
+    out: Path = args.out / "bench-fleet"
+    n = args.nodes
+    full = write(out, n, 110, "10m", fmt="json")
+    base = write(out, n, 110, "0s", fmt="json")
+    flow = write(out, n, 110, "10m", fmt="yaml")
+    gc.set_threshold(50_000, 20, 100)  # as `ledgerlet run` does
+    print(
+        f"fleet: {n:,} nodes x 110 pods = {n * 110:,} bound pods; JSON {full.stat().st_size / 1e6:.0f} MB, "
+        f"flow-style YAML {flow.stat().st_size / 1e6:.0f} MB",
+        flush=True,
+    )
+    print(f"reading and checking: JSON {_read(full):.2f}s, YAML {_read(flow):.2f}s", flush=True)
+    bases, fulls = [], []
+    rss_base = rss_full = 0.0
+    counts: dict[str, int] = {}
+    for i in range(args.runs):
+        wall, rss, _ = _run(base, out, "fleet-base")
+        bases.append(wall)
+        rss_base = max(rss_base, rss)
+        wall, rss, counts = _run(full, out, "fleet-full")
+        fulls.append(wall)
+        rss_full = max(rss_full, rss)
+        print(f"  run {i + 1}: load-only {bases[-1]:.1f}s, 10 minutes {fulls[-1]:.1f}s", flush=True)
+    b, f = statistics.median(bases), statistics.median(fulls)
+    loop = f - b
+    print(
+        f"load-only run (read, start, fold and store {n * 110:,} pods): {b:.1f}s, peak RSS {rss_base:,.0f} MiB\n"
+        f"10-minute closed loop: {f:.1f}s in all, {loop:.1f}s over the baseline = {600 / loop:.1f} virtual s per "
+        f"wall s; {counts.get('PodEvicted', 0)} evictions; peak RSS {rss_full:,.0f} MiB",
+        flush=True,
+    )
+    (out / "results.json").write_text(
+        json.dumps(
+            {
+                "nodes": n,
+                "pods": n * 110,
+                "load_only_s": b,
+                "run_s": f,
+                "closed_loop_s": loop,
+                "virtual_per_wall": 600 / loop,
+                "rss_load_only_mib": rss_base,
+                "rss_run_mib": rss_full,
+                "decisions": counts,
+            },
+            indent=2,
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""A pod whose usage never changes has its stats worked out once (the fleet's hot path):
+they must be what a pass would compute at any instant, and a pod with a stopped
+container or a changing series must still be computed at the instant."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from ledgerlet_core.model.duration import SECOND
+from ledgerlet_core.model.usage import parse_pod_usage
+from ledgerlet_core.node_sim.stats import _pod_stats, plan_pod, pod_stats_at
+from tests.core.helpers import pod
+
+CONSTANT = {"memory": "300Mi", "rootfs": "20Mi", "logs": "5Mi", "pids": 12, "inodes": 900, "volumes": "1Gi"}
+
+
+def _encoded(stats: object) -> bytes:
+    return msgspec.json.encode(stats)
+
+
+@pytest.mark.parametrize("t", [0, 7 * SECOND, 3600 * SECOND])
+def test_constant_pod_stats_are_those_of_any_instant(t: int) -> None:
+    plan = plan_pod(pod("web", volumes=[{"name": "cache", "emptyDir": {}}]), parse_pod_usage(CONSTANT, "u"))
+    assert plan.fixed is not None
+    fixed = pod_stats_at(plan, t)
+    computed = _pod_stats(plan, t)
+    assert fixed is plan.fixed  # reused, not rebuilt
+    assert fixed[1:] == computed[1:]
+    assert _encoded(fixed[0]) == _encoded(computed[0])
+    assert fixed[1:] == (300 << 20, 20 << 20, 5 << 20, 1 << 30, 900, 12)
+
+
+def test_a_stopped_container_is_worked_out_at_the_instant() -> None:
+    plan = plan_pod(pod("web"), parse_pod_usage(CONSTANT, "u"))
+    stats, memory, *_ = pod_stats_at(plan, 0, frozenset({"web"}))
+    assert memory == 0  # an OOM-killed container holds no memory until it restarts
+    assert stats.memory is not None and stats.memory.working_set_bytes == 0
+
+
+def test_a_changing_series_is_never_fixed() -> None:
+    usage = {**CONSTANT, "memory": [[0, "100Mi"], [100, "300Mi"]]}
+    plan = plan_pod(pod("web"), parse_pod_usage(usage, "u"))
+    assert plan.fixed is None
+    assert pod_stats_at(plan, 50 * SECOND)[1] == 200 << 20
+    assert pod_stats_at(plan, 100 * SECOND)[1] == 300 << 20
