@@ -1,6 +1,7 @@
 """Recorded data to a scenario (``ledgerlet import``): kubelet ``/stats/summary``
 documents become ``stats`` events (open-loop nodes, section 4 of the scenario spec), and
-``kubectl get ... -o json`` output becomes the scenario's ``objects``.
+``kubectl get ... -o yaml|json`` output and the kubelet's ``/pods`` list become the
+scenario's ``objects``.
 
 What the API server adds that a scenario does not need (managed fields, resource
 versions, the last-applied annotation, most of ``status``) is dropped; what the control
@@ -10,13 +11,15 @@ loops read is kept: a node's capacity and allocatable, a pod's phase and start t
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 import msgspec
 
 from ledgerlet_core.kubelet.config import FEATURE_GATE_DEFAULTS, KubeletConfigSpec
 from ledgerlet_core.model.errors import InputError
+from ledgerlet_core.model.k8s.priority import CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION
 from ledgerlet_core.model.timefmt import parse_rfc3339
 
 #: object kinds a scenario models; others in a kubectl dump are skipped (and counted)
@@ -45,31 +48,120 @@ def clean_object(obj: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def collect_objects(documents: Sequence[tuple[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """Objects from kubectl JSON documents (``List``s or single objects), in dependency
-    order (nodes and classes before the pods that use them); skipped kinds counted."""
+def _items(doc: Mapping[str, Any], source: str) -> list[tuple[str, dict[str, Any]]]:
+    """The objects of one document, each with where it sits. A typed list (``PodList``,
+    as the kubelet's ``/pods`` and the API server's list calls answer) omits its items'
+    ``kind`` and ``apiVersion``: they come from the list; a ``List`` (kubectl's, of mixed
+    kinds) names them per item."""
+    kind = doc.get("kind")
+    if not (isinstance(kind, str) and kind.endswith("List") and "items" in doc):
+        return [("", dict(doc))]
+    items = doc.get("items") or []
+    if not isinstance(items, list):
+        raise InputError("expected a list of objects", file=source, field="items")
+    implied = {"apiVersion": doc.get("apiVersion"), "kind": kind.removesuffix("List")} if kind != "List" else {}
+    out = []
+    for i, obj in enumerate(items):
+        if not isinstance(obj, dict):
+            raise InputError("not a Kubernetes object", file=source, obj=f"items[{i}]")
+        obj = {**{k: v for k, v in implied.items() if v}, **obj}
+        if not isinstance(obj.get("kind"), str):
+            raise InputError("not a Kubernetes object", file=source, obj=f"items[{i}]", field="kind")
+        out.append((f"items[{i}]", obj))
+    return out
+
+
+def kubelet_view(pod: Mapping[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """A mirror pod as the API server shows it, turned into the static pod its kubelet
+    runs, and the API UID it had (None for any other pod).
+
+    The kubelet knows a static pod by the hash of its manifest (``config.hash``; upstream
+    pkg/kubelet/config/common.go ``applyDefaults`` makes it the pod's UID) and reports its
+    stats under that UID; the API server's mirror pod has a UID of its own and carries the
+    hash as ``kubernetes.io/config.mirror`` (pkg/kubelet/pod/mirror_client.go). A scenario
+    holds the kubelet's view and derives the mirror pod (scenario format, section 1)."""
+    meta = dict(pod.get("metadata") or {})
+    annotations = dict(meta.get("annotations") or {})
+    mirror_hash = annotations.pop(CONFIG_MIRROR_ANNOTATION, None)
+    if not isinstance(mirror_hash, str) or not mirror_hash:
+        return dict(pod), None
+    api_uid = meta.get("uid")
+    annotations.setdefault(CONFIG_SOURCE_ANNOTATION, "file")
+    meta["annotations"] = annotations
+    meta["uid"] = mirror_hash
+    owners = [o for o in meta.get("ownerReferences") or [] if not (isinstance(o, dict) and o.get("kind") == "Node")]
+    if owners:
+        meta["ownerReferences"] = owners
+    else:
+        meta.pop("ownerReferences", None)
+    return {**pod, "metadata": meta}, api_uid if isinstance(api_uid, str) and api_uid else None
+
+
+@dataclass
+class Collected:
+    """The objects of the recorded dumps and what the user is told about them."""
+
+    objects: list[dict[str, Any]]
+    skipped: dict[str, int]
+    #: the API UID of each mirror pod -> the UID its kubelet knows it by
+    mirror_uids: dict[str, str] = field(default_factory=dict)
+    static_pods: list[str] = field(default_factory=list)
+
+
+def collect_objects(documents: Sequence[tuple[str, Any]]) -> Collected:
+    """Objects from kubectl or kubelet documents (``List``s, typed lists or single
+    objects), in dependency order (nodes and classes before the pods that use them);
+    skipped kinds counted; mirror pods as their kubelet knows them."""
     found: list[tuple[int, int, dict[str, Any]]] = []
-    skipped: dict[str, int] = {}
+    collected = Collected([], {})
     seen: set[tuple[str, str, str]] = set()
     for source, doc in documents:
         if not isinstance(doc, dict):
-            raise InputError("expected a JSON object (kubectl get ... -o json)", file=source)
-        items = doc.get("items") if doc.get("kind", "").endswith("List") else [doc]
-        for i, obj in enumerate(items or []):
-            if not isinstance(obj, dict) or "kind" not in obj:
-                raise InputError("not a Kubernetes object", file=source, obj=f"items[{i}]", field="kind")
-            kind = obj["kind"]
+            raise InputError("expected a Kubernetes object or list (kubectl get ... -o yaml|json)", file=source)
+        for _, obj in _items(doc, source):
+            kind = obj.get("kind")
+            if not isinstance(kind, str):
+                raise InputError("not a Kubernetes object", file=source, field="kind")
             if kind not in KINDS:
-                skipped[kind] = skipped.get(kind, 0) + 1
+                collected.skipped[kind] = collected.skipped.get(kind, 0) + 1
                 continue
+            if kind == "Pod":
+                obj, api_uid = kubelet_view(obj)
+                if api_uid is not None:
+                    collected.mirror_uids[api_uid] = obj["metadata"]["uid"]
             meta = obj.get("metadata") or {}
             key = (kind, meta.get("namespace", ""), meta.get("name", ""))
             if key in seen:
                 continue  # the same object in two dumps: the first wins
             seen.add(key)
+            if kind == "Pod" and (meta.get("annotations") or {}).get(CONFIG_SOURCE_ANNOTATION) in ("file", "http"):
+                collected.static_pods.append(f"{key[1]}/{key[2]}")
             found.append((KINDS.index(kind), len(found), clean_object(obj)))
     found.sort(key=lambda x: (x[0], x[1]))
-    return [o for _, _, o in found], skipped
+    collected.objects = [o for _, _, o in found]
+    return collected
+
+
+def _as_kubelet_uids(summary: Mapping[str, Any], mirror_uids: Mapping[str, str]) -> dict[str, Any]:
+    """The summary with any mirror pod's API UID replaced by its kubelet's UID, so stats
+    recorded either way find their pod (the kubelet's own summary already uses it)."""
+    if not mirror_uids:
+        return dict(summary)
+    pods = []
+    for ps in summary.get("pods") or []:
+        ref = ps.get("podRef") if isinstance(ps, dict) else None
+        if isinstance(ref, dict) and ref.get("uid") in mirror_uids:
+            ps = {**ps, "podRef": {**ref, "uid": mirror_uids[ref["uid"]]}}
+        pods.append(ps)
+    return {**summary, "pods": pods}
+
+
+def offset_text(delta: timedelta) -> str:
+    """An offset as exact seconds (microseconds at most, as the recordings' clocks give):
+    ``f"{x:g}"`` printed 12 days as ``1.03968e+06s``."""
+    micros = delta // timedelta(microseconds=1)
+    whole, frac = divmod(micros, 1_000_000)
+    return f"{whole}s" if not frac else f"{whole}.{frac:06d}".rstrip("0") + "s"
 
 
 def summary_time(summary: Mapping[str, Any], source: str) -> datetime:
@@ -104,9 +196,11 @@ def kubelet_config_from(doc: Mapping[str, Any]) -> tuple[dict[str, Any], list[st
     raw = doc.get("kubeletconfig", doc)
     kept = {k: v for k, v in raw.items() if k in _CONFIG_FIELDS and k != "featureGates"}
     dropped = sorted(k for k in raw if k not in _CONFIG_FIELDS and k not in ("kind", "apiVersion"))
-    gates = {k: v for k, v in (raw.get("featureGates") or {}).items() if k in FEATURE_GATE_DEFAULTS}
+    all_gates = raw.get("featureGates") or {}
+    gates = {k: v for k, v in all_gates.items() if k in FEATURE_GATE_DEFAULTS}
     if gates:
         kept["featureGates"] = gates
+    dropped += [f"featureGates.{k}" for k in sorted(all_gates) if k not in FEATURE_GATE_DEFAULTS]
     return kept, dropped
 
 
@@ -120,7 +214,8 @@ def build_scenario(
 ) -> tuple[dict[str, Any], list[str]]:
     """The scenario document and notes for the user (what was skipped or assumed)."""
     notes: list[str] = []
-    objs, skipped = collect_objects(objects)
+    collected = collect_objects(objects)
+    objs, skipped = collected.objects, collected.skipped
     if skipped:
         notes.append(
             "skipped kinds a scenario does not model: " + ", ".join(f"{k} x{n}" for k, n in sorted(skipped.items()))
@@ -136,14 +231,13 @@ def build_scenario(
             raise InputError(
                 f"node {node!r} has no Node object in the --objects files", file=source, field="node.nodeName"
             )
-        timed.append((at, source, summary))
+        timed.append((at, source, _as_kubelet_uids(summary, collected.mirror_uids)))
     timed.sort(key=lambda x: (x[0], x[1]))
     start = timed[0][0].replace(microsecond=0) if timed else None
     events = []
     for at, _, summary in timed:
         assert start is not None
-        offset = (at - start).total_seconds()
-        events.append({"at": f"{offset:g}s", "stats": summary})
+        events.append({"at": offset_text(at - start), "stats": summary})
     last = (timed[-1][0] - start).total_seconds() if timed and start else 0
     spec: dict[str, Any] = {}
     if start is not None:
@@ -158,6 +252,10 @@ def build_scenario(
     spec["events"] = events
     observed = {s["node"]["nodeName"] for _, _, s in timed}
     silent = sorted(nodes - observed)
+    if collected.static_pods:
+        notes.append(
+            f"static pods, as their kubelets know them (mirror pods derived): {', '.join(collected.static_pods)}"
+        )
     if silent:
         notes.append(f"nodes with no stats (never observed, no passes): {', '.join(silent)}")
     return {"apiVersion": "ledgerlet/v1", "kind": "Scenario", "metadata": {"name": name}, "spec": spec}, notes

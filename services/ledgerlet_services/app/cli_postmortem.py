@@ -78,12 +78,18 @@ def add_parsers(sub: Any) -> None:
     _store_arg(report)
     report.add_argument("--out", type=Path, required=True, help="where to write the HTML")
 
-    imp = sub.add_parser("import", help="a scenario from recorded /stats/summary and kubectl JSON")
-    imp.add_argument("--objects", type=Path, action="append", default=[], help="kubectl get ... -o json output")
-    imp.add_argument(
-        "--stats", type=Path, action="append", default=[], help="a kubelet /stats/summary JSON document (repeatable)"
+    imp = sub.add_parser(
+        "import",
+        help="a scenario from recorded kubectl objects, kubelet /pods, /stats/summary and /configz",
+        description="Files are YAML or JSON; each given as INPUT is sorted by what it holds "
+        "(summaries, a kubelet configuration, objects). - reads standard input.",
     )
-    imp.add_argument("--kubelet-config", type=Path, help="the kubelet's configz JSON or a KubeletConfiguration")
+    imp.add_argument("inputs", nargs="*", metavar="INPUT", help="recorded files of any of those kinds, or -")
+    imp.add_argument(
+        "--objects", action="append", default=[], help="kubectl get ... -o yaml|json output, or the kubelet's /pods"
+    )
+    imp.add_argument("--stats", action="append", default=[], help="a kubelet /stats/summary document (repeatable)")
+    imp.add_argument("--kubelet-config", help="the kubelet's configz or a KubeletConfiguration")
     imp.add_argument("--name", default="imported", help="scenario name")
     imp.add_argument("--out", type=Path, required=True, help="scenario YAML to write")
 
@@ -371,10 +377,15 @@ def _import(args: argparse.Namespace, console: Console) -> int:
 
     try:
         summary = import_files(
-            objects=args.objects, stats=args.stats, kubelet_config=args.kubelet_config, name=args.name, out=args.out
+            inputs=args.inputs,
+            objects=args.objects,
+            stats=args.stats,
+            kubelet_config=args.kubelet_config,
+            name=args.name,
+            out=args.out,
         )
     except InputError as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         return EXIT_BAD_INPUT
-    console.print(summary, highlight=False)
+    console.print(escape(summary), highlight=False)
     return EXIT_OK

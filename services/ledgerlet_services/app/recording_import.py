@@ -1,47 +1,139 @@
 """``ledgerlet import``: reads the recorded files, builds the scenario, checks that
-ledgerlet accepts it, and only then writes it."""
+ledgerlet accepts it, and only then writes it.
+
+Files are YAML or JSON, as operators have them: ``kubectl get ... -o yaml|json``, the
+kubelet's ``/pods``, ``/stats/summary`` and ``/configz``. Files given without saying
+what they hold are sorted by their content; ``-`` is standard input.
+"""
 
 from __future__ import annotations
 
-import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import yaml
 
 from ledgerlet_core.model.errors import InputError
+from ledgerlet_core.scenario.bounds import check_size, decode_text
+from ledgerlet_core.scenario.documents import KubernetesLoader, read_documents
 from ledgerlet_core.scenario.load import load_scenario
-from ledgerlet_core.scenario.recording import build_scenario
+from ledgerlet_core.scenario.recording import build_scenario, offset_text
+
+STDIN = "-"
 
 
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(exc.strerror or str(exc), file=str(path)) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not JSON: {exc}", file=str(path)) from None
+@dataclass
+class Recording:
+    """The documents to import, by what they hold, each with the file it came from."""
+
+    objects: list[tuple[str, Any]] = field(default_factory=list)
+    summaries: list[tuple[str, Any]] = field(default_factory=list)
+    configs: list[tuple[str, Any]] = field(default_factory=list)
 
 
-def import_files(*, objects: list[Path], stats: list[Path], kubelet_config: Path | None, name: str, out: Path) -> str:
-    if not objects:
-        raise InputError("give the cluster's objects with --objects (kubectl get nodes,pods,... -o json)")
-    config = _read_json(kubelet_config) if kubelet_config is not None else None
+class _Reader:
+    """Reads each named file (standard input at most once) into its documents."""
+
+    def __init__(self, stdin: BinaryIO | None) -> None:
+        self._stdin = stdin
+        self._stdin_read = False
+
+    def documents(self, name: str | Path) -> list[tuple[str, Any]]:
+        source = "<stdin>" if str(name) == STDIN else str(name)
+        if str(name) == STDIN:
+            if self._stdin_read:
+                raise InputError("standard input (-) can be given once", file=source)
+            self._stdin_read = True
+            data = (self._stdin or sys.stdin.buffer).read()
+        else:
+            path = Path(name)
+            try:
+                check_size(path.stat().st_size, source)  # before reading it all in
+                data = path.read_bytes()
+            except OSError as exc:
+                raise InputError(exc.strerror or str(exc), file=source) from None
+        docs = read_documents(decode_text(data, source), source, KubernetesLoader)
+        if not docs:
+            raise InputError("no document in the file", file=source)
+        return [(source if len(docs) == 1 else f"{source} (document {i + 1})", d) for i, d in enumerate(docs)]
+
+
+def kind_of(doc: Any) -> str:
+    """What a recorded document holds: "summary" (``/stats/summary``), "config"
+    (``/configz`` or a KubeletConfiguration) or "objects" (anything else)."""
+    if isinstance(doc, dict):
+        node = doc.get("node")
+        if "kind" not in doc and isinstance(node, dict) and "nodeName" in node:
+            return "summary"
+        if "kubeletconfig" in doc or doc.get("kind") == "KubeletConfiguration":
+            return "config"
+    return "objects"
+
+
+def read_recording(
+    *,
+    inputs: Sequence[str | Path] = (),
+    objects: Sequence[str | Path] = (),
+    stats: Sequence[str | Path] = (),
+    kubelet_config: str | Path | None = None,
+    stdin: BinaryIO | None = None,
+) -> Recording:
+    reader = _Reader(stdin)
+    rec = Recording()
+    for name in objects:
+        rec.objects += reader.documents(name)
+    for name in stats:
+        rec.summaries += reader.documents(name)
+    if kubelet_config is not None:
+        rec.configs += reader.documents(kubelet_config)
+    for name in inputs:
+        for source, doc in reader.documents(name):
+            {"summary": rec.summaries, "config": rec.configs, "objects": rec.objects}[kind_of(doc)].append(
+                (source, doc)
+            )
+    return rec
+
+
+def import_files(
+    *,
+    inputs: Sequence[str | Path] = (),
+    objects: Sequence[str | Path] = (),
+    stats: Sequence[str | Path] = (),
+    kubelet_config: str | Path | None = None,
+    name: str,
+    out: Path,
+    stdin: BinaryIO | None = None,
+) -> str:
+    rec = read_recording(inputs=inputs, objects=objects, stats=stats, kubelet_config=kubelet_config, stdin=stdin)
+    if not rec.objects:
+        raise InputError(
+            "no cluster objects among the files: give kubectl get nodes,pods,... -o yaml (or the kubelet's /pods)"
+        )
+    if len(rec.configs) > 1:
+        raise InputError(
+            "one kubelet configuration per import, found " + ", ".join(s for s, _ in rec.configs),
+            file=rec.configs[1][0],
+        )
     doc, notes = build_scenario(
         name=name,
-        objects=[(str(p), _read_json(p)) for p in objects],
-        summaries=[(str(p), _read_json(p)) for p in stats],
-        kubelet_config=config,
+        objects=rec.objects,
+        summaries=rec.summaries,
+        kubelet_config=rec.configs[0][1] if rec.configs else None,
     )
     text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=120)
-    scenario = load_scenario(text, str(out))  # refuse to write what `ledgerlet run` would refuse
+    # refuse to write what `ledgerlet run` would refuse; the error names the file to be
+    scenario = load_scenario(text, f"{out} (built from the recordings, not written)")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp")
     tmp.write_text(text, encoding="utf-8")
     tmp.replace(out)
     lines = [
         f"{out}: {len(scenario.objects)} objects, {len(scenario.events)} stats events over "
-        f"{scenario.duration / 1e9:g}s from {doc['spec'].get('start', '-')}",
+        f"{offset_text(timedelta(microseconds=scenario.duration // 1000))} from {doc['spec'].get('start', '-')}",
         *(f"note: {n}" for n in notes),
         f"run it: ledgerlet run {out} --decisions decisions.jsonl",
     ]

@@ -1,0 +1,88 @@
+"""YAML or JSON text to documents, within the bounds of :mod:`bounds`.
+
+Shared by the scenario loader (one document) and ``ledgerlet import`` (any number:
+``kubectl get -o yaml`` prints one ``List``, files joined with ``---`` hold several).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import msgspec
+import yaml
+
+from ledgerlet_core.model.errors import InputError
+from ledgerlet_core.scenario.bounds import check_aliases, check_block_depth
+
+_TIMESTAMP = "tag:yaml.org,2002:timestamp"
+
+
+class UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """The safe loader (libyaml's parser when there is one), refusing a mapping that
+    repeats a key: YAML says keys are unique, and PyYAML would silently keep the last."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: set[str] = set()
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                if key_node.value in seen:
+                    raise yaml.constructor.ConstructorError(
+                        "while constructing a mapping",
+                        node.start_mark,
+                        f"found duplicate key {key_node.value!r}",
+                        key_node.start_mark,
+                    )
+                seen.add(key_node.value)
+        result: dict[Any, Any] = super().construct_mapping(node, deep)
+        return result
+
+
+class KubernetesLoader(UniqueKeyLoader):
+    """Reads timestamps as the strings Kubernetes' own (YAML-to-JSON) decoding keeps:
+    an unquoted ``creationTimestamp: 2024-01-01T00:00:00Z`` is text to the API server,
+    where YAML 1.1 would make it a ``datetime``."""
+
+    yaml_implicit_resolvers: ClassVar[dict[Any, Any]] = {
+        first: [(tag, regexp) for tag, regexp in resolvers if tag != _TIMESTAMP]
+        for first, resolvers in UniqueKeyLoader.yaml_implicit_resolvers.items()
+    }
+
+
+def read_documents(text: str, source: str, loader: type[UniqueKeyLoader] = UniqueKeyLoader) -> list[Any]:
+    """Every document of YAML 1.1 (as Kubernetes tooling reads it) or JSON, which is
+    parsed much faster. A text opening with ``{`` is tried as JSON first; flow-style YAML
+    opens the same way, so it is then read as YAML (and if neither reads it, the JSON
+    error is the one reported). Empty documents are left out."""
+    json_error: msgspec.DecodeError | None = None
+    if text.lstrip().startswith("{"):
+        try:
+            return [msgspec.json.decode(text.encode())]
+        except msgspec.DecodeError as exc:
+            json_error = exc
+        except RecursionError:
+            raise InputError("nested too deeply", file=source, obj="JSON") from None
+    check_block_depth(text, source)
+    try:
+        docs = list(yaml.load_all(text, Loader=loader))
+    except RecursionError:
+        raise InputError("nested too deeply", file=source, obj="YAML") from None
+    except yaml.YAMLError as exc:
+        if json_error is not None:
+            raise InputError(f"not valid JSON: {json_error}", file=source, obj="JSON") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise InputError(f"not valid YAML: {problem}", file=source, obj="YAML", field=where) from None
+    docs = [d for d in docs if d is not None]
+    if "&" in text:  # anchors, so perhaps aliases
+        for doc in docs:
+            check_aliases(doc, source)
+    return docs
+
+
+def read_document(text: str, source: str) -> Any:
+    """The one document a file must hold (a scenario)."""
+    docs = read_documents(text, source)
+    if len(docs) != 1:
+        raise InputError(f"expected exactly one YAML document, found {len(docs)}", file=source)
+    return docs[0]
