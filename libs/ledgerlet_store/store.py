@@ -68,6 +68,38 @@ class RunState:
         return self.status == COMPLETED
 
 
+class UnknownRun(LookupError):
+    """No run, or more than one, answers to the name given."""
+
+
+#: how many runs an ambiguous prefix names in its error
+_SHOWN = 5
+
+
+def pick_run(states: Sequence[RunState], run: str | None) -> RunState:
+    """The run a reader means, from ``states`` (newest first): ``None`` or ``latest`` is
+    the newest *completed* run; a full id is that run; otherwise a prefix that names one
+    run only (as git and docker take ids: run ids are 32 hex digits)."""
+    if not states:
+        raise UnknownRun("the store holds no runs")
+    if run in (None, "", "latest"):
+        done = next((s for s in states if s.completed), None)
+        if done is None:
+            raise UnknownRun(f"the store holds no completed run (newest: {states[0].run}, {states[0].status})")
+        return done
+    assert run is not None
+    exact = next((s for s in states if s.run == run), None)
+    if exact is not None:
+        return exact
+    matches = [s for s in states if s.run.startswith(run)]
+    if len(matches) == 1:
+        return matches[0]
+    if matches:
+        shown = ", ".join(s.run for s in matches[:_SHOWN]) + (", ..." if len(matches) > _SHOWN else "")
+        raise UnknownRun(f"{run!r} is the start of {len(matches)} runs ({shown}): give more of it")
+    raise UnknownRun(f"no run {run!r} (newest: {states[0].run})")
+
+
 class StoreError(RuntimeError):
     pass
 

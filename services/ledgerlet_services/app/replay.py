@@ -24,7 +24,7 @@ from ledgerlet_core.postmortem.compare import DecisionDiff, Mismatch, decision_d
 from ledgerlet_core.postmortem.overrides import apply_overrides
 from ledgerlet_services.runtime.embedded import run_feed
 from ledgerlet_services.runtime.recorder import CollectingSink
-from ledgerlet_store.store import EventStore, RunState
+from ledgerlet_store.store import EventStore, RunState, UnknownRun, pick_run
 
 
 class NoSuchRun(LookupError):
@@ -65,20 +65,12 @@ async def resolve_run(store: EventStore, run: str | None) -> str:
 
 
 async def run_state(store: EventStore, run: str | None) -> RunState:
-    """The state of ``run`` (the newest completed run when none is named)."""
-    states = await store.run_states()
-    if not states:
-        raise NoSuchRun(f"{store.describe()} holds no runs")
-    if run is None or run == "latest":
-        done = next((s for s in states if s.completed), None)
-        if done is None:
-            newest = states[0]
-            raise NoSuchRun(f"{store.describe()} holds no completed run (newest: {newest.run}, {newest.status})")
-        return done
-    found = next((s for s in states if s.run == run), None)
-    if found is None:
-        raise NoSuchRun(f"{store.describe()} holds no run {run!r} (newest: {states[0].run})")
-    return found
+    """The state of ``run``: a full id or a prefix naming one run (the newest completed
+    run when none is named)."""
+    try:
+        return pick_run(await store.run_states(), run)
+    except UnknownRun as exc:
+        raise NoSuchRun(f"{store.describe()}: {exc}") from None
 
 
 def incomplete_warning(state: RunState) -> str | None:

@@ -26,7 +26,7 @@ from ledgerlet_core.model.summary import Summary
 from ledgerlet_core.model.timefmt import format_rfc3339, parse_rfc3339
 from ledgerlet_core.postmortem.explain import LOOKBACK, NODE_CAUSES, NODE_CONTEXT, Explanation, ending, explain
 from ledgerlet_core.postmortem.signals_series import has_image_fs, thresholds_for_node
-from ledgerlet_store.store import EventStore, StoredEvent, order_key
+from ledgerlet_store.store import EventStore, StoredEvent, UnknownRun, order_key, pick_run
 
 MAX_PAGE = 1000
 DEFAULT_PAGE = 100
@@ -130,18 +130,12 @@ class Audit:
         return state.status if state is not None else None
 
     async def resolve(self, run: str | None) -> str:
-        """``run`` if the store has it; ``latest`` is the newest *completed* run."""
-        states = await self.store.run_states()
-        if not states:
-            raise NotFound("the store holds no runs")
-        if run in (None, "", "latest"):
-            done = next((s for s in states if s.completed), None)
-            if done is None:
-                raise NotFound(f"the store holds no completed run (newest: {states[0].run}, {states[0].status})")
-            return done.run
-        if run not in {s.run for s in states}:
-            raise NotFound(f"no run {run!r}")
-        return str(run)
+        """``run`` (a full id, or a prefix naming one run); ``latest`` is the newest
+        *completed* run."""
+        try:
+            return pick_run(await self.store.run_states(), run).run
+        except UnknownRun as exc:
+            raise NotFound(str(exc)) from None
 
     async def started(self, run: str) -> tuple[ev.ScenarioStarted, datetime]:
         hit = self._started.get(run)
