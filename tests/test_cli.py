@@ -46,11 +46,20 @@ def test_bad_input_exits_2_names_file_object_field_and_writes_nothing(tmp_path: 
     assert res.returncode == 2
     assert (
         f"{bad}: objects[4] Pod default/db: spec.containers[0].resources.requests.memory: invalid quantity"
-        in " ".join(res.stdout.split())
+        in " ".join(res.stderr.split())
     )
+    assert not res.stdout  # errors go to standard error: stdout holds only answers
     assert not out.exists() and not (tmp_path / "s.db").exists()
 
 
 def test_missing_file_exits_2(tmp_path: Path) -> None:
     res = ledgerlet("run", str(tmp_path / "nope.yaml"), "--decisions", str(tmp_path / "o.jsonl"), cwd=tmp_path)
-    assert res.returncode == 2 and "nope.yaml" in res.stdout
+    assert res.returncode == 2 and "nope.yaml" in res.stderr
+
+
+def test_version_names_the_package_and_the_scenario_format(tmp_path: Path) -> None:
+    from importlib.metadata import version
+
+    res = ledgerlet("--version", cwd=tmp_path)
+    assert res.returncode == 0
+    assert res.stdout.startswith(f"ledgerlet {version('ledgerlet')} (scenarios ledgerlet/v1; Python ")

@@ -80,7 +80,7 @@ def test_a_signal_stops_the_run_cleanly(sig: signal.Signals, store_dsn: str, tmp
     assert time.monotonic() - sent < 15
     assert proc.returncode == 128 + int(sig), out + err
     assert "Traceback" not in err
-    said = " ".join(out.split())
+    said = " ".join(err.split())  # (to standard error, as every message but the answer)
     assert f"interrupted by {sig.name}; run cut is incomplete" in said and "--run-id cut" in said
     assert not (tmp_path / "d.jsonl").exists()  # no log of a run that did not finish
     assert asyncio.run(_state(store_dsn, "cut")) == (FAILED, f"interrupted by {sig.name}")

@@ -107,7 +107,7 @@ def test_a_file_that_is_not_utf8_exits_2_and_writes_nothing(tmp_path: Path) -> N
         timeout=120,
     )
     assert res.returncode == 2, res.stdout + res.stderr
-    assert "not UTF-8: byte 0xe9" in res.stdout and "Traceback" not in res.stderr
+    assert "not UTF-8: byte 0xe9" in res.stderr and "Traceback" not in res.stderr
     assert not store.exists()
 
 

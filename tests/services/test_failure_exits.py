@@ -38,7 +38,7 @@ def test_a_failing_loop_ends_the_run_with_exit_1_and_writes_no_log(tmp_path: Pat
         cwd=ROOT,
     )
     assert res.returncode == 1, res.stdout + res.stderr
-    assert "controller-manager stopped: RuntimeError('injected failure')" in res.stdout
+    assert "controller-manager stopped: RuntimeError('injected failure')" in res.stderr
     assert "Traceback" not in res.stdout + res.stderr
     assert not log.exists()
 
@@ -142,7 +142,7 @@ def test_a_failure_anywhere_ends_the_run_promptly_on_either_store(seed: int, sto
     )
     assert time.monotonic() - began < 60
     assert res.returncode == 1, (victim, at, res.stdout + res.stderr)
-    assert f"{victim} stopped: RuntimeError('injected failure')" in " ".join(res.stdout.split())
+    assert f"{victim} stopped: RuntimeError('injected failure')" in " ".join(res.stderr.split())
     assert "Traceback" not in res.stdout + res.stderr
     assert not log.exists()
 

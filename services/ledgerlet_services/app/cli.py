@@ -6,15 +6,16 @@ import argparse
 import asyncio
 import contextlib
 import gc
+import importlib.metadata
 import logging
 import os
+import platform
 import signal
 import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from rich.console import Console
-from rich.markup import escape
 
 from ledgerlet_bus.api import BusTimeout
 from ledgerlet_core.contracts.decision_log import encode_records, to_records
@@ -22,10 +23,12 @@ from ledgerlet_core.contracts.internal import RUN_FAILED
 from ledgerlet_core.model.duration import SECOND
 from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.scenario.bounds import check_size, decode_text
+from ledgerlet_core.scenario.load import API_VERSION as SCENARIO_API_VERSION
 from ledgerlet_core.scenario.load import Scenario, load_scenario
 from ledgerlet_services.app.cli_postmortem import COMMANDS as POSTMORTEM_COMMANDS
 from ledgerlet_services.app.cli_postmortem import add_parsers as add_postmortem_parsers
 from ledgerlet_services.app.cli_postmortem import dispatch as dispatch_postmortem
+from ledgerlet_services.app.messages import error, warning
 from ledgerlet_services.app.report_console import rate, summary_tables, virtual_time_progress
 from ledgerlet_services.runtime.catalog import AUDIT_API, service_names
 from ledgerlet_services.runtime.distributed import (
@@ -47,8 +50,18 @@ EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
 
 
+def version_text() -> str:
+    """What ``--version`` says: the package, the scenario format it reads, the Python."""
+    try:
+        package = importlib.metadata.version("ledgerlet")
+    except importlib.metadata.PackageNotFoundError:  # (run from a source tree)
+        package = "unknown"
+    return f"ledgerlet {package} (scenarios {SCENARIO_API_VERSION}; Python {platform.python_version()})"
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ledgerlet", description=__doc__)
+    p.add_argument("--version", action="version", version=version_text())
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run a scenario through the control loops (embedded: one process)")
@@ -126,10 +139,10 @@ def load_or_report(path: Path, console: Console) -> Scenario | None:
         data = path.read_bytes()
         return load_scenario(decode_text(data, str(path)), str(path))
     except OSError as exc:
-        console.print(f"[red]error:[/red] {path}: {exc.strerror or exc}")
+        error(f"{path}: {exc.strerror or exc}")
         return None
     except InputError as exc:  # (its text is the input's, never markup)
-        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        error(str(exc))
         return None
 
 
@@ -138,11 +151,11 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
     if scenario is None:
         return EXIT_BAD_INPUT
     for w in scenario.warnings:
-        console.print(f"[yellow]warning:[/yellow] {scenario.source}: {w}", highlight=False)
+        warning(f"{scenario.source}: {w}")
     try:
         store = await EventStore.open(args.store)
     except Exception as exc:  # a store we cannot open or migrate
-        console.print(f"[red]error:[/red] cannot open store {args.store}: {exc}", highlight=False)
+        error(f"cannot open store {args.store}: {exc}")
         return EXIT_FAILED
     run_id = args.run_id or new_run_id()
     try:
@@ -161,7 +174,7 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         if result is None:
             return await _interrupted(stopping.signals[0], store, run_id, scenario.duration, console)
     except ServiceFailed as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        error(str(exc))
         return EXIT_FAILED
     finally:
         with contextlib.suppress(Exception, asyncio.CancelledError):
@@ -214,10 +227,10 @@ async def _interrupted(sig: signal.Signals, store: EventStore, run: str, t: int,
     reason = f"interrupted by {sig.name}"
     with contextlib.suppress(Exception):
         await asyncio.wait_for(record_outcome(store, run, t, RUN_FAILED, reason), STORE_CLOSE_TIMEOUT)
-    console.print(
-        f"[yellow]stopped:[/yellow] {reason}; run {run} is incomplete in {store.describe()}. "
+    warning(
+        f"{reason}; run {run} is incomplete in {store.describe()}. "
         f"Run the same scenario with --run-id {run} to complete it.",
-        highlight=False,
+        label="stopped",
     )
     return 128 + int(sig)
 
@@ -242,10 +255,10 @@ async def _drive(args: argparse.Namespace, console: Console) -> int:
     if scenario is None:
         return EXIT_BAD_INPUT
     if not args.bus or not args.store:
-        console.print("[red]error:[/red] drive needs --bus and --store (or LEDGERLET_BUS, LEDGERLET_STORE)")
+        error("drive needs --bus and --store (or LEDGERLET_BUS, LEDGERLET_STORE)")
         return EXIT_BAD_INPUT
     for w in scenario.warnings:
-        console.print(f"[yellow]warning:[/yellow] {scenario.source}: {w}", highlight=False)
+        warning(f"{scenario.source}: {w}")
     telemetry = Telemetry.from_env("driver")
     try:
         with virtual_time_progress(console, scenario.duration, enabled=not args.quiet and console.is_terminal) as cb:
@@ -260,7 +273,7 @@ async def _drive(args: argparse.Namespace, console: Console) -> int:
                 telemetry=telemetry,
             )
     except BusTimeout as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        error(str(exc))
         return EXIT_FAILED
     finally:
         telemetry.shutdown()
@@ -272,7 +285,7 @@ def _service(args: argparse.Namespace) -> int:
     if args.name == AUDIT_API:
         return _audit_service(args)
     if not args.bus:
-        print("error: service needs --bus (or LEDGERLET_BUS)", file=sys.stderr)
+        error("service needs --bus (or LEDGERLET_BUS)")
         return EXIT_BAD_INPUT
     logging.basicConfig(
         level=os.environ.get("LEDGERLET_LOG_LEVEL", "INFO").upper(),
@@ -297,7 +310,7 @@ def _service(args: argparse.Namespace) -> int:
     try:
         asyncio.run(main())
     except UnknownService as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        error(str(exc))
         return EXIT_BAD_INPUT
     return EXIT_OK
 
@@ -310,7 +323,7 @@ def _audit_service(args: argparse.Namespace) -> int:
     from ledgerlet_services.audit.http_api import create_app
 
     if not args.store:
-        print("error: audit-api needs --store (or LEDGERLET_STORE)", file=sys.stderr)
+        error("audit-api needs --store (or LEDGERLET_STORE)")
         return EXIT_BAD_INPUT
     app = create_app(
         args.store,
@@ -361,7 +374,7 @@ def _contracts(args: argparse.Namespace, console: Console) -> int:
 
     problems = check_or_write(args.dir, write=not args.check)
     for p in problems:
-        console.print(f"[red]stale:[/red] {p}", highlight=False)
+        error(p, label="stale")
     if problems and args.check:
         console.print("run `ledgerlet contracts` to regenerate the schemas", highlight=False)
         return EXIT_FAILED
