@@ -433,6 +433,19 @@ class EventStore:
         q = sa.select(events).where(events.c.run == run, events.c.pod == pod)
         return await self._fetch(q.order_by(events.c.t, events.c.order_key))
 
+    async def pods_named(self, run: str, name: str) -> list[str]:
+        """The pods (``namespace/name``) of ``run`` called ``name``, in any namespace: what a
+        bare pod name may mean."""
+        escaped = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        q = (
+            sa.select(events.c.pod)
+            .where(events.c.run == run, events.c.pod.like(f"%/{escaped}", escape="\\"))
+            .distinct()
+            .order_by(events.c.pod)
+        )
+        async with self.engine.connect() as conn:
+            return [row[0] for row in await conn.execute(q)]
+
     async def read_node(
         self,
         run: str,

@@ -138,5 +138,5 @@ def test_bad_json_is_refused_with_the_file_named(tmp_path: Path, capsys: pytest.
     (tmp_path / "objects.json").write_text("{not json")
     out = tmp_path / "s.yaml"
     assert main(["import", "--objects", str(tmp_path / "objects.json"), "--out", str(out)]) == 2
-    assert "objects.json" in capsys.readouterr().out
+    assert "objects.json" in capsys.readouterr().err
     assert not out.exists()

@@ -167,8 +167,8 @@ def test_a_list_item_that_is_no_object_is_named(tmp_path: Path, text: str, where
 def test_no_objects_and_two_configs_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "never.yaml"
     assert main(["import", *map(str, SUMMARIES), "--out", str(out)]) == 2
-    assert "no cluster objects among the files" in capsys.readouterr().out
+    assert "no cluster objects among the files" in capsys.readouterr().err
     configz = str(RECORDED / "configz.json")
     assert main(["import", str(RECORDED / "kubectl-get-nodes-pods.yaml"), configz, configz, "--out", str(out)]) == 2
-    assert "one kubelet configuration per import" in capsys.readouterr().out
+    assert "one kubelet configuration per import" in capsys.readouterr().err
     assert not out.exists()

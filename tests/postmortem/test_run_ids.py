@@ -62,7 +62,7 @@ def test_cli_and_api_take_a_prefix(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["explain", "kube-system/fluentd-elasticsearch-wk8xc", "--run", "7c0", "--store", dsn]) == 0
     assert "fluentd-elasticsearch-wk8xc" in capsys.readouterr().out
     assert main(["explain", "kube-system/fluentd-elasticsearch-wk8xc", "--run", "7c", "--store", dsn]) == 2
-    assert "'7c' is the start of 2 runs" in capsys.readouterr().out
+    assert "'7c' is the start of 2 runs" in capsys.readouterr().err
     with TestClient(create_app(dsn)) as api:
         answer = api.get("/v1/runs/7c0/decisions", params={"type": "PodEvicted"})
         assert answer.status_code == 200

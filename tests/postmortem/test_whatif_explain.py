@@ -101,7 +101,10 @@ def test_explain_says_why_a_pod_ranked_above_was_spared(tmp_path: object, capsys
     assert "Ranked above it: kube-system/kube-proxy-worker-1" in text and "does not evict critical pods" in text
 
 
-@pytest.mark.parametrize("command", [["explain", "default/api"], ["replay"], ["report", "--out", "r.html"]])
+@pytest.mark.parametrize(
+    "command",
+    [["explain", "default/api"], ["replay"], ["report", "--out", "r.html"], ["runs"], ["whatif", "--set", "maxPods=5"]],
+)
 def test_read_commands_never_create_a_store(
     tmp_path: object, capsys: pytest.CaptureFixture[str], command: list[str]
 ) -> None:
@@ -111,5 +114,6 @@ def test_read_commands_never_create_a_store(
     assert isinstance(tmp_path, Path)
     missing = tmp_path / "typo.db"
     assert main([*command, "--store", f"sqlite:///{missing}"]) == 2
-    assert f"no store at {missing}" in " ".join(capsys.readouterr().out.split())
+    said = capsys.readouterr()
+    assert f"no store at {missing}" in " ".join(said.err.split()) and not said.out  # errors: stderr only
     assert not missing.exists()

@@ -15,6 +15,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from ledgerlet_core.model.errors import InputError
+from ledgerlet_services.app import messages
+from ledgerlet_services.app.messages import error
 from ledgerlet_store.dsn import DEFAULT_DSN, sqlite_path
 from ledgerlet_store.store import EventStore
 
@@ -29,6 +31,20 @@ def _store_arg(p: argparse.ArgumentParser) -> None:
         help=f"event store DSN (default {DEFAULT_DSN}, or LEDGERLET_STORE)",
     )
     p.add_argument("--run", help="run id (default: the newest completed run in the store)")
+
+
+def _output_arg(p: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
+    """kubectl's ``-o``; ``--json`` stays as the short form of ``-o json``."""
+    p.add_argument("-o", "--output", choices=formats, default=formats[0], help=f"default {formats[0]}")
+    p.add_argument("--json", dest="output", action="store_const", const="json", help="-o json")
+
+
+def _print_data(data: Any, output: str) -> None:
+    """Objects as JSON or YAML on stdout (the answer, nothing else)."""
+    if output == "yaml":
+        print(yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True), end="")
+    else:
+        print(json.dumps(data, indent=2))
 
 
 def add_parsers(sub: Any) -> None:
@@ -47,7 +63,7 @@ def add_parsers(sub: Any) -> None:
 
     runs = sub.add_parser("runs", help="the runs in a store, newest first, with how each ended")
     runs.add_argument("--store", default=os.environ.get("LEDGERLET_STORE", DEFAULT_DSN), help="event store DSN")
-    runs.add_argument("--json", action="store_true", help="print them as JSON")
+    _output_arg(runs, ("table", "wide", "json", "yaml"))
 
     replay = sub.add_parser("replay", help="re-derive a stored run's decisions from its stored inputs")
     _store_arg(replay)
@@ -70,9 +86,10 @@ def add_parsers(sub: Any) -> None:
     whatif.add_argument("--json", action="store_true", help="print the diff as JSON")
 
     explain = sub.add_parser("explain", help="why a pod was evicted, preempted, killed or rejected")
-    explain.add_argument("pod", help="NAMESPACE/NAME")
+    explain.add_argument("pod", help="NAME (any namespace, if only one has it), or NAMESPACE/NAME")
+    explain.add_argument("-n", "--namespace", help="the pod's namespace")
     _store_arg(explain)
-    explain.add_argument("--json", action="store_true")
+    _output_arg(explain, ("text", "json", "yaml"))
 
     report = sub.add_parser("report", help="a self-contained HTML post-mortem of a run")
     _store_arg(report)
@@ -121,7 +138,7 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
 def _warn(warning: str | None) -> None:
     """On stderr, so that ``--json`` output stays JSON."""
     if warning is not None:
-        Console(stderr=True).print(f"[yellow]warning:[/yellow] {escape(warning)}", highlight=False)
+        messages.warning(warning)
 
 
 async def _warn_if_incomplete(store: EventStore, run: str) -> None:
@@ -143,11 +160,11 @@ async def _open(args: argparse.Namespace, console: Console) -> EventStore | None
     try:
         missing = _missing_file(args.store)
         if missing is not None:
-            console.print(f"[red]error:[/red] no store at {missing} (read commands never create one)", highlight=False)
+            error(f"no store at {missing} (read commands never create one)")
             return None
         return await EventStore.open(args.store)
     except Exception as exc:  # a store we cannot open or migrate
-        console.print(f"[red]error:[/red] cannot open store {args.store}: {exc}", highlight=False)
+        error(f"cannot open store {args.store}: {exc}")
         return None
 
 
@@ -164,7 +181,7 @@ async def _runs(args: argparse.Namespace, console: Console) -> int:
         runs = await Audit(store).runs()
     finally:
         await store.close()
-    if args.json:
+    if args.output in ("json", "yaml"):
         rows = [
             {
                 "run": r.run,
@@ -176,20 +193,22 @@ async def _runs(args: argparse.Namespace, console: Console) -> int:
             }
             for r in runs
         ]
-        print(json.dumps(rows, indent=2))
+        _print_data(rows, args.output)
         return EXIT_OK
+    wide = args.output == "wide"
     table = Table(title=f"Runs in {store.describe()}")
     table.add_column("run", no_wrap=True, min_width=32)  # ids are copied from here: never cut
-    for name in ("scenario", "status", "recorded at", "virtual duration"):
+    for name in ("scenario", "status", "recorded at", *(("virtual duration", "why it ended so") if wide else ())):
         table.add_column(name)
     colour = {"completed": "green", "failed": "red", "abandoned": "yellow", "running": "cyan"}
     for r in runs:
-        status = f"[{colour.get(r.status, 'white')}]{r.status}[/]" + (
-            f" ({escape(r.status_reason)})" if r.status_reason else ""
-        )
-        table.add_row(
-            r.run, escape(r.name), status, r.recorded_at.strftime("%Y-%m-%d %H:%M:%S UTC"), f"{r.duration_seconds:g}s"
-        )
+        status = f"[{colour.get(r.status, 'white')}]{r.status}[/]"
+        row = [r.run, escape(r.name), status, r.recorded_at.strftime("%Y-%m-%d %H:%M:%S UTC")]
+        if wide:
+            row += [f"{r.duration_seconds:g}s", escape(r.status_reason)]
+        elif r.status_reason:
+            row[2] += f" ({escape(r.status_reason)})"
+        table.add_row(*row)
     console.print(table)
     return EXIT_OK
 
@@ -213,7 +232,7 @@ async def _replay(args: argparse.Namespace, console: Console) -> int:
         _warn(warning)
         replay = await replay_run(store, state.run)
     except NoSuchRun as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        error(str(exc))
         return EXIT_BAD_INPUT
     finally:
         await store.close()
@@ -325,11 +344,28 @@ def _diff_json(report: Any) -> dict[str, Any]:
     }
 
 
+async def _pod_key(store: EventStore, run: str, pod: str, namespace: str | None) -> str:
+    """``namespace/name`` for what the user typed: as given, with ``-n``, or a bare name
+    that one namespace of the run has (a post-mortem starts from a pod's name)."""
+    from ledgerlet_services.audit.queries import NotFound
+
+    if "/" in pod:
+        return pod
+    if namespace:
+        return f"{namespace}/{pod}"
+    found = await store.pods_named(run, pod)
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise NotFound(f"no pod named {pod!r} in run {run} (give -n NAMESPACE or NAMESPACE/NAME)")
+    raise NotFound(f"pods named {pod!r} in {len(found)} namespaces of run {run}: {', '.join(found)}; give -n")
+
+
 async def _explain(args: argparse.Namespace, console: Console) -> int:
     from ledgerlet_services.audit.queries import Audit, NotFound
 
-    if args.pod.count("/") != 1:
-        console.print(f"[red]error:[/red] expected NAMESPACE/NAME, got {args.pod!r}", highlight=False)
+    if args.pod.count("/") > 1 or (args.namespace and "/" in args.pod) or args.pod.strip("/") != args.pod:
+        error(f"expected NAME with -n NAMESPACE, or NAMESPACE/NAME, got {args.pod!r}")
         return EXIT_BAD_INPUT
     store = await _open(args, console)
     if store is None:
@@ -338,17 +374,18 @@ async def _explain(args: argparse.Namespace, console: Console) -> int:
         audit = Audit(store)
         try:
             run = await audit.resolve(args.run)
+            pod = await _pod_key(store, run, args.pod, args.namespace)
             await _warn_if_incomplete(store, run)
-            exp = await audit.explain(run, args.pod)
+            exp = await audit.explain(run, pod)
         except NotFound as exc:
-            console.print(f"[red]error:[/red] {exc}", highlight=False)
+            error(str(exc))
             return EXIT_BAD_INPUT
     finally:
         await store.close()
-    if args.json:
-        print(json.dumps(exp.to_dict(), indent=2))
-    else:
+    if args.output == "text":
         print(exp.render_text(), end="")
+    else:
+        _print_data(exp.to_dict(), args.output)
     return EXIT_OK if exp.outcome is not None else EXIT_MISMATCH
 
 
@@ -364,7 +401,7 @@ async def _report(args: argparse.Namespace, console: Console) -> int:
         if args.run not in (None, "", "latest"):
             await _warn_if_incomplete(store, args.run)
     except NotFound as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        error(str(exc))
         return EXIT_BAD_INPUT
     finally:
         await store.close()
@@ -385,7 +422,7 @@ def _import(args: argparse.Namespace, console: Console) -> int:
             out=args.out,
         )
     except InputError as exc:
-        console.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        error(str(exc))
         return EXIT_BAD_INPUT
     console.print(escape(summary), highlight=False)
     return EXIT_OK
