@@ -21,7 +21,7 @@ from ledgerlet_store.dsn import DEFAULT_DSN, sqlite_path
 from ledgerlet_store.store import EventStore
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
-COMMANDS = ("serve", "runs", "replay", "whatif", "explain", "report", "import")
+COMMANDS = ("serve", "runs", "replay", "whatif", "explain", "report", "import", "collect")
 
 
 def _store_arg(p: argparse.ArgumentParser) -> None:
@@ -109,6 +109,22 @@ def add_parsers(sub: Any) -> None:
     imp.add_argument("--kubelet-config", help="the kubelet's configz or a KubeletConfiguration")
     imp.add_argument("--name", default="imported", help="scenario name")
     imp.add_argument("--out", type=Path, required=True, help="scenario YAML to write")
+    _add_collect(sub)
+
+
+def _add_collect(sub: Any) -> None:
+    collect = sub.add_parser(
+        "collect",
+        help="record a live cluster (objects, configz, /stats/summary per node) for import",
+        description="Reads through the API server (kubectl's kubeconfig): the objects once, then each "
+        "node's /stats/summary via the node proxy every --interval for --rounds rounds.",
+    )
+    collect.add_argument("--kubeconfig", type=Path, help="default: $KUBECONFIG or ~/.kube/config")
+    collect.add_argument("--context", help="default: the kubeconfig's current context")
+    collect.add_argument("--token", help="a bearer token, instead of the kubeconfig user's credentials")
+    collect.add_argument("--interval", default="10s", help="between rounds of summaries (default 10s)")
+    collect.add_argument("--rounds", type=int, default=6, help="rounds of summaries (default 6)")
+    collect.add_argument("--out", type=Path, required=True, help="directory to write (import reads it)")
 
 
 def dispatch(args: argparse.Namespace, console: Console) -> int:
@@ -116,6 +132,8 @@ def dispatch(args: argparse.Namespace, console: Console) -> int:
         return _serve(args, console)
     if args.command == "import":
         return _import(args, console)
+    if args.command == "collect":
+        return _collect(args, console)
     runner = {"runs": _runs, "replay": _replay, "whatif": _whatif, "explain": _explain, "report": _report}[args.command]
     return asyncio.run(runner(args, console))
 
@@ -406,6 +424,45 @@ async def _report(args: argparse.Namespace, console: Console) -> int:
     finally:
         await store.close()
     console.print(summary, highlight=False)
+    return EXIT_OK
+
+
+def _collect(args: argparse.Namespace, console: Console) -> int:
+    from dataclasses import replace
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from ledgerlet_core.model.duration import DurationError, parse_duration
+    from ledgerlet_services.app.collect import ApiError, Client, collect
+    from ledgerlet_services.app.kubeconfig import load_kubeconfig
+
+    try:
+        interval = parse_duration(args.interval) / 1e9
+        if interval < 0:
+            raise InputError("must not be negative", field="--interval")
+        if args.rounds < 1:
+            raise InputError("at least one round", field="--rounds")
+        api = load_kubeconfig(args.kubeconfig, args.context)
+    except (InputError, DurationError) as exc:
+        error(str(exc))
+        return EXIT_BAD_INPUT
+    if args.token:
+        api = replace(api, headers={**api.headers, "Authorization": f"Bearer {args.token}"})
+    columns = (TextColumn("summaries"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("collect", total=None)
+        try:
+            done = collect(
+                Client(api),
+                args.out,
+                interval=interval,
+                rounds=args.rounds,
+                progress=lambda n, total: bar.update(task, completed=n, total=total),
+            )
+        except ApiError as exc:
+            error(f"{api.server}: {exc}")
+            return EXIT_MISMATCH  # (1: the cluster failed us, not the input)
+    console.print(escape(done.text()), highlight=False)
     return EXIT_OK
 
 

@@ -24,6 +24,8 @@ from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_core.scenario.recording import build_scenario, offset_text
 
 STDIN = "-"
+#: what is read of a directory (dot-files, such as a half-written ``.x.json.tmp``, are not)
+RECORDING_SUFFIXES = (".json", ".yaml", ".yml")
 
 
 @dataclass
@@ -43,6 +45,16 @@ class _Reader:
         self._stdin_read = False
 
     def documents(self, name: str | Path) -> list[tuple[str, Any]]:
+        """The documents of a file, or of every YAML and JSON file under a directory (what
+        ``ledgerlet collect`` writes), in name order."""
+        if str(name) != STDIN and Path(name).is_dir():
+            files = sorted(p for p in Path(name).rglob("*") if _recording(p))
+            if not files:
+                raise InputError("no .json, .yaml or .yml file in the directory", file=str(name))
+            return [doc for f in files for doc in self._file(f)]
+        return self._file(name)
+
+    def _file(self, name: str | Path) -> list[tuple[str, Any]]:
         source = "<stdin>" if str(name) == STDIN else str(name)
         if str(name) == STDIN:
             if self._stdin_read:
@@ -60,6 +72,10 @@ class _Reader:
         if not docs:
             raise InputError("no document in the file", file=source)
         return [(source if len(docs) == 1 else f"{source} (document {i + 1})", d) for i, d in enumerate(docs)]
+
+
+def _recording(path: Path) -> bool:
+    return path.suffix in RECORDING_SUFFIXES and not path.name.startswith(".") and path.is_file()
 
 
 def kind_of(doc: Any) -> str:
