@@ -3,7 +3,8 @@
 ``contracts/events/<kind>/<Type>.v<N>.schema.json`` is each event's ``data``;
 ``envelope.v1.schema.json`` the envelope every event travels in;
 ``decision-log.v1.schema.json`` one line of the decision log (scenario spec §5), with
-each decision type's ``data`` bound to its schema.
+each decision type's ``data`` bound to its schema; ``scenario.v1.schema.json`` a
+scenario file (docs/scenario-format.md).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ledgerlet_core.contracts.decision_log import DecisionRecord
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.registry import DECISION, EVENT_TYPES
 from ledgerlet_core.model.quantity import Quantity
+from ledgerlet_core.scenario.schema import scenario_schema
 
 BASE_ID = "https://ledgerlet.dev/contracts"
 
@@ -80,6 +82,7 @@ def generate() -> dict[str, dict[str, Any]]:
         if et.kind == DECISION
     ]
     files["decision-log.v1.schema.json"] = record
+    files["scenario.v1.schema.json"] = scenario_schema()
     return files
 
 
