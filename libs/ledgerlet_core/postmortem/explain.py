@@ -177,13 +177,22 @@ def explain(
                     )
                 )
         exp.ranking = ranking_rows(data, pod)
-        exp.verdict, exp.grace = _eviction_verdict(pod, end, data, exp.ranking, when)
-    else:
-        cited = {e.id: _data(e) for e in node_events if e.type in NODE_CAUSES and e.id in end.causes}
-        exp.verdict, exp.grace = _other_verdict(pod, end, data, when, cited)
+    cited = {e.id: _data(e) for e in node_events if e.type in NODE_CAUSES and e.id in end.causes}
+    exp.verdict, exp.grace = verdict(pod, end, data, when, cited)
     steps.sort(key=lambda s: (s.t, s.what != "ThresholdCrossed"))
     exp.steps = steps
     return exp
+
+
+def verdict(
+    pod: str, end: Envelope, data: dict[str, Any], when: Any, cited: dict[str, dict[str, Any]] | None = None
+) -> tuple[str, str]:
+    """The answer for a pod's ending (which pod, where, when, why) and its grace period:
+    what ``explain`` opens with and the report's first section lists. ``cited`` holds the
+    node decisions the ending follows from (a shutdown's plan)."""
+    if end.type == "PodEvicted":
+        return _eviction_verdict(pod, end, data, ranking_rows(data, pod), when)
+    return _other_verdict(pod, end, data, when, cited)
 
 
 def _series_dict(series: SignalSeries) -> dict[str, Any]:

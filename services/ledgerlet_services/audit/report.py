@@ -9,16 +9,17 @@ from typing import Any
 from ledgerlet_core.contracts.registry import DECISION, node_stream
 from ledgerlet_core.model.duration import SECOND
 from ledgerlet_core.model.timefmt import format_rfc3339
-from ledgerlet_core.postmortem.explain import ranking_rows, show
+from ledgerlet_core.postmortem.explain import ranking_rows, show, verdict
 from ledgerlet_core.postmortem.signals_series import node_signal_series
 from ledgerlet_services.audit.queries import Audit
+from ledgerlet_services.audit.report_charts import MARKS, Band, Marker
 from ledgerlet_services.audit.report_html import (
-    MARKER_COLOURS,
-    Band,
     EvictionRow,
-    Marker,
     NodeSection,
+    Preemption,
     ReportData,
+    Shutdown,
+    Verdict,
     render_report,
 )
 from ledgerlet_store.store import EventStore
@@ -27,6 +28,9 @@ from ledgerlet_store.store import EventStore
 MAX_PLOTTED_NODES = 30
 _INTERESTING = {"PodEvicted", "OOMKilled", "PodPreempted", "NodeConditionChanged", "NodeReclaimed", "PodTerminated"}
 _OTHER_ENDINGS = ("OOMKilled", "PodPreempted", "PodRejected", "PodForceDeleted", "PodTerminated")
+#: what ends a pod, for the answer (a PodTerminated after an eviction or preemption is its sequel)
+_ENDINGS = ("PodEvicted", *_OTHER_ENDINGS)
+_SEQUELS = ("Evicted", "Preempted")
 
 
 async def collect(store: EventStore, run: str | None) -> ReportData:
@@ -51,7 +55,13 @@ async def collect(store: EventStore, run: str | None) -> ReportData:
         thresholds = await audit.node_thresholds(run, node, observations)
         series = [s for s in node_signal_series(observations, thresholds).values() if s.thresholds]
         mine = [e for e in decisions if e.node == node]
-        sections.append(NodeSection(node, series, _bands(mine, data, duration), _markers(mine, data)))
+        triggering = list(dict.fromkeys(str(data[e.id].get("signal")) for e in mine if e.type == "PodEvicted"))
+        series.sort(
+            key=lambda s: (s.signal not in triggering, triggering.index(s.signal) if s.signal in triggering else 0)
+        )
+        sections.append(
+            NodeSection(node, series, _bands(mine, data, duration), _markers(mine, data), triggering=triggering)
+        )
 
     evictions = []
     endings = []
@@ -73,7 +83,70 @@ async def collect(store: EventStore, run: str | None) -> ReportData:
                 )
             )
         elif e.type in _OTHER_ENDINGS and not (e.type == "PodTerminated" and d.get("reason") == "Evicted"):
-            endings.append({"t": e.t / SECOND, "type": e.type, "node": e.node, "pod": e.pod, "why": _why(e.type, d)})
+            endings.append(
+                {
+                    "t": e.t / SECOND,
+                    "time": format_rfc3339(start, e.t),
+                    "type": e.type,
+                    "node": e.node,
+                    "pod": e.pod,
+                    "why": _why(e.type, d),
+                }
+            )
+    verdicts = []
+    rejected: dict[str, list[Any]] = {}  # admission refusals, told once per reason
+    for e in decisions:
+        d = data[e.id]
+        if e.type not in _ENDINGS or not e.pod or (e.type == "PodTerminated" and d.get("reason") in _SEQUELS):
+            continue
+        if e.type == "PodRejected":
+            rejected.setdefault(f"{d.get('reason')}: {d.get('message')}", []).append(e)
+            continue
+        cited = {c: data[c] for c in e.causes if c in data}
+        text, grace = verdict(e.pod, e, d, lambda t: format_rfc3339(start, t), cited)
+        verdicts.append(Verdict(e.t / SECOND, format_rfc3339(start, e.t), e.type, e.pod, e.node or "", text, grace))
+    for why, refused in rejected.items():
+        first, last = refused[0], refused[-1]
+        span = format_rfc3339(start, first.t)[11:19] + (
+            f" to {format_rfc3339(start, last.t)[11:19]} UTC" if last.t != first.t else " UTC"
+        )
+        pods = ", ".join(dict.fromkeys(e.pod for e in refused))
+        text = f"{len(refused)} pod{'s' if len(refused) > 1 else ''} refused at admission ({span}): {why} Pods: {pods}."
+        verdicts.append(
+            Verdict(
+                first.t / SECOND,
+                format_rfc3339(start, first.t),
+                "PodRejected",
+                refused[0].pod or "",
+                first.node or "",
+                text,
+                "",
+            )
+        )
+    verdicts.sort(key=lambda v: v.t)
+    preemptions = [
+        Preemption(
+            t=e.t / SECOND,
+            time=format_rfc3339(start, e.t),
+            preemptor=e.pod or "",
+            node=e.node or "",
+            victims=list(data[e.id].get("victims") or []),
+            why=str(data[e.id].get("decidedBy") or data[e.id].get("message") or ""),
+        )
+        for e in decisions
+        if e.type == "PodNominated" and data[e.id].get("victims")
+    ]
+    shutdowns = [
+        Shutdown(
+            t=e.t / SECOND,
+            time=format_rfc3339(start, e.t),
+            node=e.node or "",
+            graceful=bool(data[e.id].get("graceful")),
+            groups=list(data[e.id].get("groups") or []),
+        )
+        for e in decisions
+        if e.type == "NodeShutdownStarted"
+    ]
     state = next((s for s in await store.run_states() if s.run == run), None)
     incomplete = None
     if state is not None and not state.completed:
@@ -86,7 +159,11 @@ async def collect(store: EventStore, run: str | None) -> ReportData:
         name=started.name,
         source=started.source,
         start=started.start,
+        start_at=start,
         duration=duration,
+        verdicts=verdicts,
+        preemptions=preemptions,
+        shutdowns=shutdowns,
         counts=counts,
         nodes=sections,
         evictions=evictions,
@@ -116,7 +193,7 @@ def _bands(decisions: list[Any], data: dict[str, dict[str, Any]], duration: floa
 def _markers(decisions: list[Any], data: dict[str, dict[str, Any]]) -> list[Marker]:
     out = []
     for e in decisions:
-        if e.type not in MARKER_COLOURS or (e.type == "PodTerminated" and data[e.id].get("reason") == "Evicted"):
+        if e.type not in MARKS or (e.type == "PodTerminated" and data[e.id].get("reason") == "Evicted"):
             continue
         label = f"{e.t / SECOND:g}s {e.type} {e.pod or ''} {_why(e.type, data[e.id])}".strip()
         out.append(Marker(e.t / SECOND, e.type, label))
