@@ -163,3 +163,40 @@ def test_with_a_token_the_openapi_document_is_behind_it(recorded: str) -> None:
         assert "paths" in c.get("/openapi.json", headers={"Authorization": f"Bearer {TOKEN}"}).json()
     with TestClient(create_app(recorded, token=TOKEN, publish_docs=True)) as c:
         assert c.get("/openapi.json").status_code == 200 and c.get("/docs").status_code == 200
+
+
+def test_the_docs_pages_load_nothing_from_elsewhere(client: TestClient) -> None:
+    """Swagger UI and ReDoc from the assets the package ships (a CDN page is blank offline)."""
+    import re
+
+    for page, asset in (("/docs", "swagger-ui-bundle.js"), ("/redoc", "redoc.standalone.js")):
+        html = client.get(page).text
+        assert f"/docs-assets/{asset}" in html
+        fetched = re.findall(r"""(?:src|href)=["']?(https?://[^"' >]+)""", html)
+        assert fetched == [], fetched
+        script = client.get(f"/docs-assets/{asset}")
+        assert script.status_code == 200 and len(script.content) > 100_000
+
+
+def test_the_document_names_the_errors_the_server_gives(client: TestClient) -> None:
+    doc = client.get("/openapi.json").json()
+    decisions = doc["paths"]["/v1/runs/{run}/decisions"]["get"]["responses"]
+    assert set(decisions) == {"200", "400", "401", "404"} and "422" not in str(doc["paths"])
+    problem = decisions["400"]["content"]["application/problem+json"]["schema"]
+    assert problem == {"$ref": "#/components/schemas/Problem"}
+    assert "HTTPValidationError" not in doc["components"]["schemas"]
+    answered = client.get(f"/v1/runs/{RUN}/decisions", params={"limit": "many"})
+    assert answered.status_code == 400 and answered.headers["content-type"] == "application/problem+json"
+    assert set(doc["paths"]["/healthz"]["get"]["responses"]) == {"200"}
+
+
+def test_prometheus_metrics_count_requests_by_route_template(client: TestClient) -> None:
+    for _ in range(3):
+        assert client.get(f"/v1/runs/{RUN}/decisions", params={"limit": 2}).status_code == 200
+    assert client.get("/v1/runs/no-such-run/decisions").status_code == 404
+    text = client.get("/metrics").text
+    route = 'route="/v1/runs/{run}/decisions"'
+    assert f'ledgerlet_api_requests_total{{method="GET",{route},status="200"}} 3.0' in text
+    assert f'ledgerlet_api_requests_total{{method="GET",{route},status="404"}} 1.0' in text
+    assert f'ledgerlet_api_request_seconds_count{{method="GET",{route}}} 4.0' in text
+    assert "no-such-run" not in text  # ids never become series

@@ -57,3 +57,57 @@ async def test_spans_link_the_clock_to_the_stored_eviction_and_metrics_count_eve
     names = {m.name for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics}
     assert {"ledgerlet.events.in", "ledgerlet.events.out", "ledgerlet.decision.latency"} <= names
     telemetry.shutdown()
+
+
+def test_ledgerlet_run_serves_prometheus_metrics_when_asked(tmp_path: Path) -> None:
+    """OTEL_METRICS_EXPORTER=prometheus (the SDK's own variables) on the embedded default:
+    while the run goes, /metrics on OTEL_EXPORTER_PROMETHEUS_PORT holds the services'
+    counters; once it ends, the port is let go."""
+    import os
+    import socket
+    import subprocess
+    import sys
+    import time
+    import urllib.request
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    long = tmp_path / "long.yaml"
+    long.write_text((EXAMPLES / "memory-pressure.yaml").read_text().replace("duration: 12m", "duration: 24h"))
+    env = {**os.environ, "OTEL_METRICS_EXPORTER": "prometheus", "OTEL_EXPORTER_PROMETHEUS_PORT": str(port)}
+    cmd = [sys.executable, "-m", "ledgerlet_services.app.cli", "run", str(long), "--quiet", "--run-id", "m"]
+    cmd += ["--decisions", str(tmp_path / "d.jsonl"), "--store", f"sqlite:///{tmp_path / 'e.db'}"]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        scraped, deadline = "", time.monotonic() + 60
+        while 'service="eviction-manager"} ' not in scraped:
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+            time.sleep(0.2)
+            try:
+                scraped = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+            except OSError:
+                continue
+        assert 'service_name="ledgerlet-embedded"' in scraped
+        counted = [line for line in scraped.splitlines() if line.startswith("ledgerlet_events_in_total{")]
+        assert {'service="stats-collector"', 'service="eviction-manager"'} <= {
+            part for line in counted for part in line.split("}")[0].split(",")
+        }
+        assert all(float(line.rsplit(" ", 1)[1]) > 0 for line in counted)
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=60)
+    assert proc.returncode == 143
+
+
+def test_a_bad_exporter_stops_ledgerlet_run_before_it_starts(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "OTEL_METRICS_EXPORTER": "statsd"}
+    cmd = [sys.executable, "-m", "ledgerlet_services.app.cli", "run", str(EXAMPLES / "memory-pressure.yaml")]
+    cmd += ["--decisions", str(tmp_path / "d.jsonl"), "--store", f"sqlite:///{tmp_path / 'e.db'}"]
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "OTEL_METRICS_EXPORTER='statsd'" in done.stderr
+    assert not (tmp_path / "e.db").exists()

@@ -152,10 +152,16 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         return EXIT_BAD_INPUT
     for w in scenario.warnings:
         warning(f"{scenario.source}: {w}")
+    try:  # (the same OTEL_* variables as the distributed services read; all off by default)
+        telemetry = Telemetry.from_env("embedded")
+    except ValueError as exc:
+        error(str(exc))
+        return EXIT_BAD_INPUT
     try:
         store = await EventStore.open(args.store)
     except Exception as exc:  # a store we cannot open or migrate
         error(f"cannot open store {args.store}: {exc}")
+        telemetry.shutdown()
         return EXIT_FAILED
     run_id = args.run_id or new_run_id()
     try:
@@ -166,7 +172,12 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
             result: RunResult | None = None
             try:
                 result = await run_embedded(
-                    scenario, store, run=run_id, progress=cb, full_observations=args.store_observations == "full"
+                    scenario,
+                    store,
+                    run=run_id,
+                    progress=cb,
+                    full_observations=args.store_observations == "full",
+                    telemetry=telemetry,
                 )
             except asyncio.CancelledError:
                 if not stopping.signals:
@@ -177,6 +188,7 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         error(str(exc))
         return EXIT_FAILED
     finally:
+        telemetry.shutdown()
         with contextlib.suppress(Exception, asyncio.CancelledError):
             await asyncio.wait_for(store.close(), STORE_CLOSE_TIMEOUT)
     _report(args, console, scenario, result, store.describe())

@@ -19,13 +19,15 @@ from typing import Annotated, Any
 import sqlalchemy as sa
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException
 
+from ledgerlet_services.audit.api_contract import PROBLEM, ApiMetrics, with_problem_responses
 from ledgerlet_services.audit.queries import DEFAULT_PAGE, MAX_PAGE, Audit, BadCursor, NotFound
 from ledgerlet_store.store import EventStore
 
-PROBLEM = "application/problem+json"
 log = logging.getLogger(__name__)
 
 #: virtual seconds an int64 nanosecond clock can hold (a window bound beyond it is refused)
@@ -95,15 +97,28 @@ def create_app(
             if owned:
                 await app.state.store.close()
 
-    app = FastAPI(
-        title="ledgerlet decision audit",
-        version="1",
-        description="Every decision ledgerlet's control loops made, with the inputs it was made from.",
-        lifespan=lifespan,
-        docs_url="/docs" if public_docs else None,
-        redoc_url="/redoc" if public_docs else None,
-        openapi_url="/openapi.json" if public_docs else None,
-    )
+    about: dict[str, Any] = {
+        "title": "ledgerlet decision audit",
+        "version": "1",
+        "description": "Every decision ledgerlet's control loops made, with the inputs it was made from.",
+        "lifespan": lifespan,
+    }
+    if public_docs:  # Swagger UI and ReDoc from assets the package ships: nothing from a CDN
+        app = FastAPIOffline(docs_url="/docs", redoc_url="/redoc", static_url="/docs-assets", **about)
+    else:
+        app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None, **about)
+
+    def openapi_document() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            generated = get_openapi(
+                title=app.title, version=app.version, description=app.description, routes=app.routes
+            )
+            app.openapi_schema = with_problem_responses(generated)
+        return app.openapi_schema
+
+    app.openapi = openapi_document  # type: ignore[method-assign]
+    metrics = ApiMetrics()
+    app.middleware("http")(metrics.middleware)
 
     async def authorised(request: Request) -> None:
         if not token:
@@ -119,7 +134,7 @@ def create_app(
 
         @app.get("/openapi.json", dependencies=[Auth], include_in_schema=False)
         async def openapi() -> dict[str, Any]:
-            return app.openapi()
+            return openapi_document()
 
     @app.exception_handler(NotFound)
     async def _not_found(request: Request, exc: NotFound) -> Response:
@@ -168,6 +183,11 @@ def create_app(
     async def _invalid(request: Request, exc: RequestValidationError) -> Response:
         parts = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
         return problem(400, "Bad Request", "; ".join(parts), request)
+
+    @app.get("/metrics", tags=["health"], response_class=PlainTextResponse)
+    async def prometheus_metrics() -> Response:
+        """Prometheus text format: requests by route and status, and their latency."""
+        return metrics.answer()
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, str]:

@@ -37,6 +37,9 @@ Headers = tuple[tuple[str, bytes], ...]
 
 _PROPAGATOR = TraceContextTextMapPropagator()
 EXPORTERS = ("none", "console", "otlp")
+#: metrics may also be scraped: OTEL_METRICS_EXPORTER=prometheus serves /metrics on
+#: OTEL_EXPORTER_PROMETHEUS_HOST:OTEL_EXPORTER_PROMETHEUS_PORT (the SDK's names; 9464)
+METRICS_EXPORTERS = (*EXPORTERS, "prometheus")
 
 
 def _carrier(headers: Sequence[tuple[str, bytes]]) -> dict[str, str]:
@@ -55,6 +58,8 @@ class Telemetry:
     meter_provider: MeterProvider | None = None
     _lag: dict[str, int] = field(default_factory=dict)
     _instruments: dict[str, Any] = field(default_factory=dict)
+    #: the /metrics server (OTEL_METRICS_EXPORTER=prometheus): (server, thread)
+    _scrape: Any = None
 
     @classmethod
     def disabled(cls) -> Telemetry:
@@ -65,9 +70,12 @@ class Telemetry:
         env = dict(os.environ if env is None else env)
         traces = env.get("OTEL_TRACES_EXPORTER", "none").strip().lower()
         metrics = env.get("OTEL_METRICS_EXPORTER", "none").strip().lower()
-        for var, value in (("OTEL_TRACES_EXPORTER", traces), ("OTEL_METRICS_EXPORTER", metrics)):
-            if value not in EXPORTERS:
-                raise ValueError(f"{var}={value!r}: expected one of {', '.join(EXPORTERS)}")
+        for var, value, known in (
+            ("OTEL_TRACES_EXPORTER", traces, EXPORTERS),
+            ("OTEL_METRICS_EXPORTER", metrics, METRICS_EXPORTERS),
+        ):
+            if value not in known:
+                raise ValueError(f"{var}={value!r}: expected one of {', '.join(known)}")
         ratio = float(env.get("OTEL_TRACES_SAMPLER_ARG", "1"))
         span_processor: SpanProcessor | None = None
         if traces == "console":
@@ -84,7 +92,17 @@ class Telemetry:
             from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
 
             reader = PeriodicExportingMetricReader(OTLPMetricExporter(), export_interval_millis=interval)
-        return cls.build(service, span_processor=span_processor, metric_reader=reader, ratio=ratio)
+        scrape = None
+        if metrics == "prometheus":
+            from opentelemetry.exporter.prometheus import PrometheusMetricReader
+            from prometheus_client import start_http_server
+
+            reader = PrometheusMetricReader()
+            host = env.get("OTEL_EXPORTER_PROMETHEUS_HOST", "localhost")
+            scrape = start_http_server(int(env.get("OTEL_EXPORTER_PROMETHEUS_PORT", "9464")), addr=host)
+        built = cls.build(service, span_processor=span_processor, metric_reader=reader, ratio=ratio)
+        built._scrape = scrape
+        return built
 
     @classmethod
     def build(
@@ -217,6 +235,11 @@ class Telemetry:
             self.tracer_provider.shutdown()
         if self.meter_provider is not None:
             self.meter_provider.shutdown()
+        if self._scrape is not None:
+            server, _ = self._scrape
+            server.shutdown()
+            server.server_close()
+            self._scrape = None
 
 
 def _attributes(service: str, env: Envelope) -> dict[str, Any]:
