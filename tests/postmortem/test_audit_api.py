@@ -200,3 +200,14 @@ def test_prometheus_metrics_count_requests_by_route_template(client: TestClient)
     assert f'ledgerlet_api_requests_total{{method="GET",{route},status="404"}} 1.0' in text
     assert f'ledgerlet_api_request_seconds_count{{method="GET",{route}}} 4.0' in text
     assert "no-such-run" not in text  # ids never become series
+
+
+def test_a_misspelt_type_filter_is_a_400_with_the_closest_type(client: TestClient) -> None:
+    """It used to answer 200 and an empty page, as if nothing had happened."""
+    answer = client.get(f"/v1/runs/{RUN}/decisions", params={"type": "PodEvictd"})
+    assert answer.status_code == 400 and answer.headers["content-type"] == "application/problem+json"
+    assert answer.json()["detail"] == "type: 'PodEvictd' is no decision type; did you mean 'PodEvicted'?"
+    listed = client.get(f"/v1/runs/{RUN}/decisions", params={"type": "Nonsense"}).json()["detail"]
+    assert "is no decision type; see " in listed and "PodEvicted" in listed
+    fine = client.get(f"/v1/runs/{RUN}/decisions", params={"type": ["PodEvicted", "NodeReclaimed"]})
+    assert fine.status_code == 200 and {d["type"] for d in fine.json()["items"]} == {"PodEvicted", "NodeReclaimed"}

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from pathlib import Path
 
 import pytest
 
@@ -62,7 +64,7 @@ def test_whatif_cli(tmp_path: object, capsys: pytest.CaptureFixture[str]) -> Non
     evicted = [c for c in body["changes"] if c["type"] == "PodEvicted" and c["pod"] == EVICTED]
     assert evicted and evicted[0]["change"] in ("no longer", "later")
     assert main(["whatif", "--store", dsn, "--set", "evictionHard.memory.available=lots"]) == 2
-    assert "evictionHard" in capsys.readouterr().out
+    assert "evictionHard" in capsys.readouterr().err
     config = tmp_path / "k.yaml"
     config.write_text("evictionHard: {imagefs.available: 10%}\n")
     assert main(["whatif", "--store", dsn, "--config", str(config)]) == 0
@@ -117,3 +119,12 @@ def test_read_commands_never_create_a_store(
     said = capsys.readouterr()
     assert f"no store at {missing}" in " ".join(said.err.split()) and not said.out  # errors: stderr only
     assert not missing.exists()
+
+
+def test_whatif_refuses_a_misspelt_setting_before_running(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dsn = sqlite_dsn(tmp_path)
+    asyncio.run(record(dsn, "memory-pressure.yaml", run="mp"))
+    assert main(["whatif", "--set", "evictionHrad.memory.available=1Gi", "--store", dsn]) == 2
+    said = capsys.readouterr()
+    assert not said.out
+    assert "unknown kubeletConfig field 'evictionHrad'; did you mean 'evictionHard'?" in " ".join(said.err.split())

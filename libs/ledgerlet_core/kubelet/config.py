@@ -25,6 +25,7 @@ from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.duration import SECOND, DurationError, format_duration, parse_duration
 from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.model.quantity import Quantity
+from ledgerlet_core.model.settings import UPSTREAM_KUBELET_FIELDS, check_settings, suggestion
 
 #: Feature gates ledgerlet models, with their Kubernetes v1.34 defaults.
 FEATURE_GATE_DEFAULTS: Final[dict[str, bool]] = {
@@ -75,6 +76,19 @@ class KubeletConfigSpec(msgspec.Struct, rename="camel", kw_only=True, omit_defau
     shutdown_grace_period_by_pod_priority: list[ShutdownGracePeriodByPodPriority] = []
     logind_inhibit_delay_max: str = "5s"
     feature_gates: dict[str, bool] = {}
+
+
+#: the names a scenario writes (KubeletConfiguration's, and the few ledgerlet adds)
+KUBELET_FIELDS: Final = frozenset(f.encode_name for f in msgspec.structs.fields(KubeletConfigSpec))
+
+
+def check_kubelet_settings(raw: Mapping[str, Any], *, obj: str, prefix: str) -> list[str]:
+    """Refuse a kubelet setting that is no KubeletConfiguration field (with the closest
+    suggested); warn of upstream fields ledgerlet does not model. For input a user
+    writes (a scenario, an annotation, a what-if), not for what a stored run holds."""
+    return check_settings(
+        raw, KUBELET_FIELDS, what="KubeletConfiguration field", obj=obj, prefix=prefix, upstream=UPSTREAM_KUBELET_FIELDS
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +146,8 @@ def resolve_kubelet_config(raw: Mapping[str, Any] | None, *, obj: str = "spec.ku
     gates = dict(FEATURE_GATE_DEFAULTS)
     for gate, enabled in spec.feature_gates.items():
         if gate not in FEATURE_GATE_DEFAULTS:
-            raise InputError(f"unrecognized feature gate: {gate}", obj=obj, field=f"featureGates.{gate}")
+            hint = suggestion(gate, FEATURE_GATE_DEFAULTS)
+            raise InputError(f"unrecognized feature gate: {gate}{hint}", obj=obj, field=f"featureGates.{gate}")
         gates[gate] = enabled
     _validate(spec, durations, gates, obj)
     hard = effective_eviction_hard(spec.eviction_hard, merge_defaults=spec.merge_default_eviction_settings)

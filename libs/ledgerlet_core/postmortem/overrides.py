@@ -17,11 +17,16 @@ from typing import Any
 import msgspec
 import yaml
 
-from ledgerlet_core.kubelet.config import KubeletConfigSpec
+from ledgerlet_core.controllers.config import CONTROLLER_FIELDS
+from ledgerlet_core.kubelet.config import KUBELET_FIELDS, KubeletConfigSpec
 from ledgerlet_core.kubelet.eviction.thresholds import effective_eviction_hard
 from ledgerlet_core.model.errors import InputError
+from ledgerlet_core.model.settings import UPSTREAM_KUBELET_FIELDS, suggestion
+from ledgerlet_core.scheduling.config import SCHEDULER_FIELDS
 
 SECTIONS = {"kubelet": "kubeletConfig", "scheduler": "schedulerConfig", "controller": "controllerConfig"}
+#: what each section may set
+FIELDS = {"kubelet": KUBELET_FIELDS, "scheduler": SCHEDULER_FIELDS, "controller": CONTROLLER_FIELDS}
 
 #: kubelet fields whose value is a map: the rest of a dotted name is one key
 KUBELET_MAP_FIELDS = frozenset(
@@ -44,6 +49,7 @@ def parse_assignment(text: str) -> tuple[str, str, str | None, Any]:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError as exc:
         raise InputError(f"cannot read value {raw!r}: {exc}", obj="--set", field=name) from None
+    check_field(section, field, obj="--set", where=name)
     if section == "kubelet" and key and field not in KUBELET_MAP_FIELDS:
         raise InputError(
             f"{field} is not a map field; map fields are {', '.join(sorted(KUBELET_MAP_FIELDS))}",
@@ -51,6 +57,25 @@ def parse_assignment(text: str) -> tuple[str, str, str | None, Any]:
             field=name,
         )
     return section, field, key or None, value
+
+
+def check_field(section: str, field: str, *, obj: str, where: str) -> None:
+    """A what-if may set only what ledgerlet models: anything else would change no
+    decision, and "no decision changes" would then be a lie."""
+    known = FIELDS[section]
+    if field in known:
+        return
+    if section == "kubelet" and field in UPSTREAM_KUBELET_FIELDS:
+        raise InputError(
+            f"{field} is a KubeletConfiguration field ledgerlet does not model: nothing it decides reads it",
+            obj=obj,
+            field=where,
+        )
+    # a kubelet name may be a section misspelt: `schedular.x` on --set, `kubeletConfg:` in a file
+    sections = {f"{s}." for s in SECTIONS if s != "kubelet"} | set(SECTIONS.values())
+    choices = known | (sections if section == "kubelet" else set())
+    hint = suggestion(field, choices)
+    raise InputError(f"unknown {SECTIONS[section]} field {field!r}{hint}", obj=obj, field=where)
 
 
 def apply_overrides(
@@ -66,9 +91,15 @@ def apply_overrides(
         if any(k in SECTIONS.values() for k in file_config):
             for sec, values in file_config.items():
                 if sec not in SECTIONS.values():
-                    raise InputError(f"unknown section {sec!r}", obj="--config", field=sec)
+                    hint = suggestion(str(sec), SECTIONS.values())
+                    raise InputError(f"unknown section {sec!r}{hint}", obj="--config", field=sec)
+                short = next(k for k, v in SECTIONS.items() if v == sec)
+                for field in values or {}:
+                    check_field(short, field, obj="--config", where=f"{sec}.{field}")
                 out[sec].update(values or {})
         else:
+            for field in file_config:
+                check_field("kubelet", field, obj="--config", where=field)
             out["kubeletConfig"].update(file_config)
     for text in assignments:
         section, field, key, value = parse_assignment(text)

@@ -8,6 +8,7 @@ would refuse, a duplicate object or a reference to an unknown node is an
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import uuid
 from collections.abc import Mapping
@@ -21,10 +22,13 @@ import yaml
 from ledgerlet_core.apiserver.admission import admit_pod, validate_priority_class
 from ledgerlet_core.apiserver.priority import AdmissionError, known_classes
 from ledgerlet_core.contracts import inputs as ev
+from ledgerlet_core.controllers.config import CONTROLLER_FIELDS, ControllerConfig
 from ledgerlet_core.kubelet.config import (
     KUBELET_CONFIG_ANNOTATION,
     KubeletConfig,
+    check_kubelet_settings,
     config_for_node,
+    node_override,
     resolve_kubelet_config,
 )
 from ledgerlet_core.model.annotations import FILESYSTEMS_ANNOTATION, MANIFEST_PRIORITY_ANNOTATION
@@ -34,11 +38,12 @@ from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.model.k8s.decode import UnsupportedKind, decode_object, object_label
 from ledgerlet_core.model.k8s.objects import AnyObject, Node, Pod, PriorityClass, RuntimeClass, Workload
 from ledgerlet_core.model.k8s.priority import is_static_pod
+from ledgerlet_core.model.settings import check_settings, suggestion
 from ledgerlet_core.model.summary import Summary
 from ledgerlet_core.model.timefmt import EPOCH, parse_rfc3339
 from ledgerlet_core.model.usage import LAYOUTS, NodeUsage, PodUsage, parse_node_usage, parse_pod_usage
 from ledgerlet_core.scenario.bounds import check_aliases, check_block_depth
-from ledgerlet_core.scheduling.config import SchedulerConfig, config_errors
+from ledgerlet_core.scheduling.config import SCHEDULER_FIELDS, SchedulerConfig, config_errors
 
 API_VERSION: Final = "ledgerlet/v1"
 KIND: Final = "Scenario"
@@ -56,16 +61,7 @@ _SPEC_FIELDS: Final = frozenset(
         "events",
     }
 )
-_ACTIONS: Final = ("apply", "delete", "stats", "shutdown", "powerOff", "powerOn", "taint", "untaint")
-
-
-class ControllerConfig(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
-    node_monitor_grace_period: str = "40s"
-    terminated_pod_gc_threshold: int = 12500
-    disable_force_detach_on_timeout: bool = False
-    default_not_ready_toleration_seconds: int = 300
-    default_unreachable_toleration_seconds: int = 300
-    feature_gates: dict[str, bool] = {}
+ACTIONS: Final = ("apply", "delete", "stats", "shutdown", "powerOff", "powerOn", "taint", "untaint")
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,7 +238,9 @@ def _load(text: str, source: str) -> Scenario:
     spec = doc.get("spec")
     if not isinstance(spec, dict):
         raise InputError("required field is missing", field="spec")
-    warnings = [f"spec.{k}: unknown field, ignored" for k in spec if k not in _SPEC_FIELDS]
+    warnings = [
+        f"spec.{k}: unknown field, ignored{suggestion(str(k), _SPEC_FIELDS)}" for k in spec if k not in _SPEC_FIELDS
+    ]
 
     start = EPOCH
     if "start" in spec:
@@ -257,15 +255,21 @@ def _load(text: str, source: str) -> Scenario:
     duration = _duration(spec["duration"], obj="spec", field_name="duration")
 
     kubelet_raw = _section(spec, "kubeletConfig", dict)
+    warnings += check_kubelet_settings(kubelet_raw, obj="spec", prefix="kubeletConfig")
     kubelet = resolve_kubelet_config(kubelet_raw, obj="spec.kubeletConfig")
-    scheduler = convert(_section(spec, "schedulerConfig", dict), SchedulerConfig, obj="spec.schedulerConfig")
+    scheduler_raw = _section(spec, "schedulerConfig", dict)
+    check_settings(scheduler_raw, SCHEDULER_FIELDS, what="schedulerConfig field", obj="spec", prefix="schedulerConfig")
+    scheduler = convert(scheduler_raw, SchedulerConfig, obj="spec.schedulerConfig")
     refused = config_errors(scheduler)
     if len(refused) == 1:
         raise InputError(refused[0][1], obj="spec", field=f"schedulerConfig.{refused[0][0]}")
     if refused:  # as upstream prints an aggregate of field errors
         message = "[" + ", ".join(f"schedulerConfig.{f}: {m}" for f, m in refused) + "]"
         raise InputError(message, obj="spec")
-    controller = convert(_section(spec, "controllerConfig", dict), ControllerConfig, obj="spec.controllerConfig")
+    controller_raw = _section(spec, "controllerConfig", dict)
+    what = "controllerConfig field"
+    check_settings(controller_raw, CONTROLLER_FIELDS, what=what, obj="spec", prefix="controllerConfig")
+    controller = convert(controller_raw, ControllerConfig, obj="spec.controllerConfig")
     _duration(controller.node_monitor_grace_period, obj="spec.controllerConfig", field_name="nodeMonitorGracePeriod")
 
     objects, obj_warnings = _objects(_section(spec, "objects", list))
@@ -285,7 +289,7 @@ def _load(text: str, source: str) -> Scenario:
                 node_order.append(node_name)
     known_nodes = set(node_order)
 
-    node_configs = _node_configs(objects, events, kubelet_raw)
+    node_configs = _node_configs(objects, events, kubelet_raw, warnings)
     _check_references(objects, events, known_nodes)
     objects = _resolve_initial_pods(objects, controller)
 
@@ -383,11 +387,11 @@ def _event(index: int, raw: Any) -> ScenarioEvent:
     if "at" not in raw:
         raise InputError("required field is missing", obj=label, field="at")
     at = _duration(raw["at"], obj=label, field_name="at")
-    actions = [a for a in _ACTIONS if a in raw]
-    extra = [k for k in raw if k not in (*_ACTIONS, "at", "afterReclaim")]
+    actions = [a for a in ACTIONS if a in raw]
+    extra = [k for k in raw if k not in (*ACTIONS, "at", "afterReclaim")]
     if len(actions) != 1 or extra:
         raise InputError(
-            f"expected exactly one of {', '.join(_ACTIONS)}; got {sorted(k for k in raw if k != 'at')}", obj=label
+            f"expected exactly one of {', '.join(ACTIONS)}; got {sorted(k for k in raw if k != 'at')}", obj=label
         )
     action = actions[0]
     body = raw[action]
@@ -431,9 +435,10 @@ def _event(index: int, raw: Any) -> ScenarioEvent:
 
 
 def _node_configs(
-    objects: list[AnyObject], events: list[ScenarioEvent], base: Mapping[str, Any]
+    objects: list[AnyObject], events: list[ScenarioEvent], base: Mapping[str, Any], warnings: list[str]
 ) -> dict[str, KubeletConfig]:
-    """Resolve every node's ``ledgerlet/kubelet-config`` override and check its layout."""
+    """Resolve every node's ``ledgerlet/kubelet-config`` override and check its layout;
+    what it sets that ledgerlet does not model is added to ``warnings``."""
     out: dict[str, KubeletConfig] = {}
     nodes: list[tuple[str, Node]] = [
         (f"objects[{i}] Node {o.metadata.name}", o) for i, o in enumerate(objects) if isinstance(o, Node)
@@ -453,6 +458,11 @@ def _node_configs(
                 field=f"metadata.annotations.{FILESYSTEMS_ANNOTATION}",
             )
         if KUBELET_CONFIG_ANNOTATION in annotations:
+            override: dict[str, Any] = {}
+            with contextlib.suppress(ValueError):  # (not JSON: config_for_node says so)
+                override = node_override(annotations) or {}
+            field_name = f"metadata.annotations.{KUBELET_CONFIG_ANNOTATION}"
+            warnings += [f"{label}: {w}" for w in check_kubelet_settings(override, obj=label, prefix=field_name)]
             out[node.metadata.name] = config_for_node(base, annotations, obj=label)
     return out
 

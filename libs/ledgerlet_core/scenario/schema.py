@@ -13,10 +13,11 @@ from typing import Any
 import msgspec
 
 from ledgerlet_core.contracts import inputs as ev
+from ledgerlet_core.controllers.config import ControllerConfig
 from ledgerlet_core.kubelet.config import KubeletConfigSpec
 from ledgerlet_core.model.quantity import Quantity
 from ledgerlet_core.model.summary import Summary
-from ledgerlet_core.scenario.load import _ACTIONS, API_VERSION, KIND, ControllerConfig
+from ledgerlet_core.scenario.load import ACTIONS, API_VERSION, KIND
 from ledgerlet_core.scheduling.config import SchedulerConfig
 
 SCHEMA_ID = "https://ledgerlet.dev/contracts/scenario.v1.schema.json"
@@ -133,7 +134,7 @@ def _event() -> dict[str, Any]:
     """Section 3: ``at`` and exactly one action."""
     bodies = {"apply": {"$ref": "#/$defs/KubernetesObject"}}
     bodies |= {action: {"$ref": f"#/$defs/{action[0].upper()}{action[1:]}Event"} for action in _EVENT_BODIES}
-    assert tuple(bodies) == ("apply", *_EVENT_BODIES) and set(bodies) == set(_ACTIONS)
+    assert tuple(bodies) == ("apply", *_EVENT_BODIES) and set(bodies) == set(ACTIONS)
     return {
         "oneOf": [
             {

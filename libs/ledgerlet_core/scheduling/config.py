@@ -17,6 +17,10 @@ class SchedulerConfig(msgspec.Struct, rename="camel", kw_only=True, omit_default
     feature_gates: dict[str, bool] = {}
 
 
+#: the names a scenario writes
+SCHEDULER_FIELDS = frozenset(f.encode_name for f in msgspec.structs.fields(SchedulerConfig))
+
+
 def config_errors(c: SchedulerConfig) -> list[tuple[str, str]]:
     """(field, message) for every setting kube-scheduler would refuse, in upstream's words
     (``apis/config/validation/validation.go: ValidateKubeSchedulerConfiguration``,

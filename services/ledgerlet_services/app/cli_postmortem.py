@@ -295,13 +295,13 @@ async def _whatif(args: argparse.Namespace, console: Console) -> int:
         try:
             file_config = yaml.safe_load(args.config.read_text(encoding="utf-8")) or {}
         except (OSError, yaml.YAMLError) as exc:
-            console.print(f"[red]error:[/red] {args.config}: {exc}", highlight=False)
+            error(f"{args.config}: {exc}")
             return EXIT_BAD_INPUT
         if not isinstance(file_config, dict):
-            console.print(f"[red]error:[/red] {args.config}: expected a mapping of settings", highlight=False)
+            error(f"{args.config}: expected a mapping of settings")
             return EXIT_BAD_INPUT
     if not args.assignments and file_config is None:
-        console.print("[red]error:[/red] whatif needs --set FIELD=VALUE or --config FILE")
+        error("whatif needs --set FIELD=VALUE or --config FILE")
         return EXIT_BAD_INPUT
     store = await _open(args, console)
     if store is None:
@@ -309,7 +309,7 @@ async def _whatif(args: argparse.Namespace, console: Console) -> int:
     try:
         report = await whatif_run(store, args.run, args.assignments, file_config)
     except (NoSuchRun, InputError) as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        error(str(exc))
         return EXIT_BAD_INPUT
     finally:
         await store.close()
@@ -317,12 +317,12 @@ async def _whatif(args: argparse.Namespace, console: Console) -> int:
         print(json.dumps(_diff_json(report), indent=2))
         return EXIT_OK
     if report.open_loop_nodes:
-        console.print(
-            f"[yellow]note:[/yellow] {', '.join(report.open_loop_nodes)} replayed recorded stats (open loop): "
+        messages.warning(
+            f"{', '.join(report.open_loop_nodes)} replayed recorded stats (open loop): "
             "their usage is the recording's and cannot react to a changed decision (a pod evicted earlier "
             "or not at all leaves the recorded usage as it was). Decisions on them are the changed "
             "configuration applied to the recorded usage; give those nodes a `usage` model for a closed loop.",
-            highlight=False,
+            label="note",
         )
     for table in whatif_table(report):
         console.print(table)

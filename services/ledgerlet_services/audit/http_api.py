@@ -25,7 +25,7 @@ from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException
 
 from ledgerlet_services.audit.api_contract import PROBLEM, ApiMetrics, with_problem_responses
-from ledgerlet_services.audit.queries import DEFAULT_PAGE, MAX_PAGE, Audit, BadCursor, NotFound
+from ledgerlet_services.audit.queries import DEFAULT_PAGE, MAX_PAGE, Audit, BadCursor, BadFilter, NotFound
 from ledgerlet_store.store import EventStore
 
 log = logging.getLogger(__name__)
@@ -142,6 +142,10 @@ def create_app(
 
     @app.exception_handler(BadCursor)
     async def _bad_cursor(request: Request, exc: BadCursor) -> Response:
+        return problem(400, "Bad Request", str(exc), request)
+
+    @app.exception_handler(BadFilter)
+    async def _bad_filter(request: Request, exc: BadFilter) -> Response:
         return problem(400, "Bad Request", str(exc), request)
 
     @app.exception_handler(HTTPException)

@@ -18,10 +18,11 @@ import msgspec
 
 from ledgerlet_core.contracts import inputs as ev
 from ledgerlet_core.contracts.envelope import Envelope
-from ledgerlet_core.contracts.registry import decode_data, node_stream
+from ledgerlet_core.contracts.registry import DECISION, EVENT_TYPES, decode_data, node_stream
 from ledgerlet_core.kubelet.eviction.observations import make_signal_observations
 from ledgerlet_core.kubelet.eviction.thresholds import Threshold
 from ledgerlet_core.model.duration import SECOND
+from ledgerlet_core.model.settings import suggestion
 from ledgerlet_core.model.summary import Summary
 from ledgerlet_core.model.timefmt import format_rfc3339, parse_rfc3339
 from ledgerlet_core.postmortem.explain import LOOKBACK, NODE_CAUSES, NODE_CONTEXT, Explanation, ending, explain
@@ -38,6 +39,22 @@ class NotFound(LookupError):
 
 class BadCursor(ValueError):
     pass
+
+
+class BadFilter(ValueError):
+    """A filter value no decision can have (a misspelt type would otherwise answer an
+    empty page, as if nothing had happened)."""
+
+
+#: what ``type=`` may name
+DECISION_TYPES = frozenset(name for name, et in EVENT_TYPES.items() if et.kind == DECISION)
+
+
+def check_types(types: Sequence[str]) -> None:
+    for name in types:
+        if name not in DECISION_TYPES:
+            hint = suggestion(name, DECISION_TYPES)
+            raise BadFilter(f"type: {name!r} is no decision type{hint or '; see ' + ', '.join(sorted(DECISION_TYPES))}")
 
 
 @dataclass(frozen=True)
@@ -161,6 +178,7 @@ class Audit:
         limit: int = DEFAULT_PAGE,
     ) -> tuple[list[dict[str, Any]], str | None]:
         """One page of decisions and the cursor of the next page (None at the end)."""
+        check_types(types)
         _, start = await self.started(run)
         limit = max(1, min(limit, MAX_PAGE))
         rows = await self.store.list_decisions(
