@@ -128,3 +128,64 @@ def test_whatif_refuses_a_misspelt_setting_before_running(tmp_path: Path, capsys
     said = capsys.readouterr()
     assert not said.out
     assert "unknown kubeletConfig field 'evictionHrad'; did you mean 'evictionHard'?" in " ".join(said.err.split())
+
+
+def test_a_saved_whatif_is_a_run_that_report_and_explain_show_beside_the_recorded_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from html.parser import HTMLParser
+
+    dsn = sqlite_dsn(tmp_path)
+    asyncio.run(record(dsn, "memory-pressure.yaml", run="mp"))
+    whatif = ["whatif", "--run", "mp", "--set", "evictionHard.memory.available=1Gi", "--store", dsn]
+    assert main([*whatif, "--save-as", "mp-1gi"]) == 0
+    assert "saved as run mp-1gi" in " ".join(capsys.readouterr().err.split())
+    assert main([*whatif, "--save-as", "mp-1gi"]) == 2  # a run id is never written twice
+    assert "already holds a run 'mp-1gi'" in capsys.readouterr().err
+
+    assert main(["runs", "--store", dsn, "-o", "json"]) == 0
+    runs = {r["run"]: r for r in json.loads(capsys.readouterr().out)}
+    assert runs["mp-1gi"]["status"] == "completed"
+    # the saved run replays to exactly what it stored
+    assert main(["replay", "--verify", "--run", "mp-1gi", "--store", dsn]) == 0
+    capsys.readouterr()
+
+    assert main(["explain", "api", "--run", "mp", "--compare", "mp-1gi", "--store", dsn, "-o", "json"]) == 0
+    base, alt = json.loads(capsys.readouterr().out)["runs"]
+    assert (base["run"], alt["run"]) == ("mp", "mp-1gi")
+    assert base["outcome"]["t"] == 580 and alt["outcome"]["t"] == 550  # evicted 30 s earlier at 1Gi
+    assert "memory.available<1Gi" in alt["verdict"] and "1e+03" not in alt["verdict"]
+    assert main(["explain", "api", "--run", "mp", "--compare", "mp-1gi", "--store", dsn]) == 0
+    side = capsys.readouterr().out
+    assert "default/api, side by side" in side and "run mp-1gi" in side
+    assert "what-if of run mp:" in side and "evictionHard.memory.available=1Gi" in side  # (its source)
+
+    out = tmp_path / "side.html"
+    assert main(["report", "--run", "mp", "--compare", "mp-1gi", "--store", dsn, "--out", str(out)]) == 0
+
+    class Rows(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rows: list[list[str]] = []
+            self.inside = False
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            if tag == "table":
+                self.inside = ("class", "side-by-side") in attrs
+            elif tag == "tr" and self.inside:
+                self.rows.append([])
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag == "table":
+                self.inside = False
+
+        def handle_data(self, data: str) -> None:
+            if self.inside and self.rows and data.strip():
+                self.rows[-1].append(data.strip())
+
+    rows = Rows()
+    rows.feed(out.read_text())
+    assert rows.rows[1:] == [
+        ["default/api", "PodEvicted at 14:09:40", "PodEvicted at 14:09:10", "changed"],
+        ["default/cache", "PodEvicted at 14:04:00", "PodEvicted at 14:03:10", "changed"],
+    ]

@@ -39,7 +39,11 @@ def human_bytes(n: float) -> str:
     value = float(n)
     for suffix in ("", "Ki", "Mi", "Gi", "Ti", "Pi"):
         if abs(value) < 1024 or suffix == "Pi":
-            return f"{value:.3g}{suffix}" if suffix else f"{int(value)}"
+            if not suffix:
+                return f"{int(value)}"
+            # three significant digits, but never an exponent: 1000 to 1023 of a unit print
+            # whole (%.3g made 1023Mi "1e+03Mi")
+            return f"{value:.0f}{suffix}" if abs(value) >= 1000 else f"{value:.3g}{suffix}"
         value /= 1024
     return str(n)
 

@@ -84,16 +84,24 @@ def add_parsers(sub: Any) -> None:
     )
     whatif.add_argument("--config", type=Path, help="YAML: kubelet fields, or kubeletConfig/schedulerConfig/...")
     whatif.add_argument("--json", action="store_true", help="print the diff as JSON")
+    whatif.add_argument(
+        "--save-as",
+        metavar="RUN_ID",
+        help="store the what-if as a run of its own (report and explain show it, and beside the recorded run "
+        "with --compare)",
+    )
 
     explain = sub.add_parser("explain", help="why a pod was evicted, preempted, killed or rejected")
     explain.add_argument("pod", help="NAME (any namespace, if only one has it), or NAMESPACE/NAME")
     explain.add_argument("-n", "--namespace", help="the pod's namespace")
     _store_arg(explain)
     _output_arg(explain, ("text", "json", "yaml"))
+    explain.add_argument("--compare", metavar="RUN", help="the same pod in another run (a saved what-if), side by side")
 
     report = sub.add_parser("report", help="a self-contained HTML post-mortem of a run")
     _store_arg(report)
     report.add_argument("--out", type=Path, required=True, help="where to write the HTML")
+    report.add_argument("--compare", metavar="RUN", help="another run (a saved what-if): its pod endings beside these")
 
     imp = sub.add_parser(
         "import",
@@ -307,7 +315,7 @@ async def _whatif(args: argparse.Namespace, console: Console) -> int:
     if store is None:
         return EXIT_BAD_INPUT
     try:
-        report = await whatif_run(store, args.run, args.assignments, file_config)
+        report = await whatif_run(store, args.run, args.assignments, file_config, save_as=args.save_as)
     except (NoSuchRun, InputError) as exc:
         error(str(exc))
         return EXIT_BAD_INPUT
@@ -328,6 +336,12 @@ async def _whatif(args: argparse.Namespace, console: Console) -> int:
         console.print(table)
     if report.diff.same:
         console.print("no decision changes: the run decides the same under the new configuration")
+    if args.save_as:
+        messages.warning(
+            f"saved as run {args.save_as}: ledgerlet report --run {args.save_as} --compare {report.run} --out FILE; "
+            f"ledgerlet explain POD --run {args.save_as} --compare {report.run}",
+            label="saved",
+        )
     return EXIT_OK
 
 
@@ -395,16 +409,50 @@ async def _explain(args: argparse.Namespace, console: Console) -> int:
             pod = await _pod_key(store, run, args.pod, args.namespace)
             await _warn_if_incomplete(store, run)
             exp = await audit.explain(run, pod)
+            other = await audit.explain(await audit.resolve(args.compare), pod) if args.compare else None
+            sources = {r.run: r.source for r in await audit.runs()} if other is not None else {}
         except NotFound as exc:
             error(str(exc))
             return EXIT_BAD_INPUT
     finally:
         await store.close()
+    if other is not None:
+        if args.output == "text":
+            console.print(_side_by_side(exp, other, sources))
+        else:
+            _print_data({"runs": [exp.to_dict(), other.to_dict()]}, args.output)
+        return EXIT_OK
     if args.output == "text":
         print(exp.render_text(), end="")
     else:
         _print_data(exp.to_dict(), args.output)
     return EXIT_OK if exp.outcome is not None else EXIT_MISMATCH
+
+
+def _side_by_side(a: Any, b: Any, sources: dict[str, str]) -> Any:
+    """One pod in two runs, column by column: outcome, verdict, rank, grace."""
+    from rich.table import Table
+
+    def rank(exp: Any) -> str:
+        place = next((r for r in exp.ranking if r.get("this")), None)
+        return f"{place['position']} of {len(exp.ranking)}" if place else "-"
+
+    def outcome(exp: Any) -> str:
+        o = exp.outcome
+        return f"{o['type']} at {o['time'][11:19]} UTC (+{o['t']:g}s)" if o else "not ended"
+
+    table = Table(title=f"{a.pod}, side by side", show_lines=True)
+    table.add_column("")
+    for exp in (a, b):
+        table.add_column(f"run {exp.run}" + (f"\n{sources[exp.run]}" if sources.get(exp.run) else ""), ratio=1)
+    for label, value in (
+        ("outcome", outcome),
+        ("why", lambda e: e.verdict),
+        ("rank", rank),
+        ("grace", lambda e: e.grace),
+    ):
+        table.add_row(label, escape(value(a) or "-"), escape(value(b) or "-"))
+    return table
 
 
 async def _report(args: argparse.Namespace, console: Console) -> int:
@@ -415,7 +463,7 @@ async def _report(args: argparse.Namespace, console: Console) -> int:
     if store is None:
         return EXIT_BAD_INPUT
     try:
-        summary = await write_report(store, args.run, args.out)
+        summary = await write_report(store, args.run, args.out, compare=args.compare)
         if args.run not in (None, "", "latest"):
             await _warn_if_incomplete(store, args.run)
     except NotFound as exc:

@@ -17,12 +17,14 @@ from typing import Any
 import msgspec
 
 from ledgerlet_core.contracts import inputs as ev
-from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.contracts.envelope import Envelope, event_id
+from ledgerlet_core.contracts.internal import RUN_COMPLETED
 from ledgerlet_core.contracts.registry import DECISION, INPUT, decode_data, encode_data
 from ledgerlet_core.kubelet.config import resolve_kubelet_config
+from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.postmortem.compare import DecisionDiff, Mismatch, decision_diff, verify
 from ledgerlet_core.postmortem.overrides import apply_overrides
-from ledgerlet_services.runtime.embedded import run_feed
+from ledgerlet_services.runtime.embedded import record_outcome, run_feed
 from ledgerlet_services.runtime.recorder import CollectingSink
 from ledgerlet_store.store import EventStore, RunState, UnknownRun, pick_run
 
@@ -109,6 +111,13 @@ def replay_feed(recorded: RecordedRun, started: ev.ScenarioStarted | None = None
     return [msgspec.structs.replace(e, data=data) if e.type == "ScenarioStarted" else e for e in feed]
 
 
+def rekeyed(feed: list[Envelope], run: str) -> list[Envelope]:
+    """The inputs as another run's: ids are derived from the run id (event_id), so a
+    what-if stored beside its recorded run shares no id with it."""
+    ids = {e.id: event_id(run, e.t, e.order, e.type) for e in feed}
+    return [msgspec.structs.replace(e, run=run, id=ids[e.id], causes=[ids.get(c, c) for c in e.causes]) for e in feed]
+
+
 async def rederive(
     recorded: RecordedRun,
     *,
@@ -170,9 +179,17 @@ async def whatif_run(
     file_config: Mapping[str, Any] | None = None,
     *,
     progress: Callable[[int], None] | None = None,
+    save_as: str | None = None,
 ) -> WhatIfReport:
-    """Re-run the recorded inputs under changed settings; :class:`InputError` for bad ones."""
-    recorded = await read_recorded(store, await resolve_run(store, run))
+    """Re-run the recorded inputs under changed settings; :class:`InputError` for bad ones.
+
+    With ``save_as`` the what-if is stored as a run of its own (its ``ScenarioStarted``
+    names the run and the settings it came from), which ``report`` and ``explain`` show
+    like any run, and beside the recorded one with ``--compare``."""
+    base_run = await resolve_run(store, run)
+    if save_as is not None and save_as in {s.run for s in await store.run_states()}:
+        raise InputError(f"the store already holds a run {save_as!r}", obj="--save-as")
+    recorded = await read_recorded(store, base_run)
     base = recorded.started
     configs = apply_overrides(
         {
@@ -190,7 +207,22 @@ async def whatif_run(
         scheduler_config=configs["schedulerConfig"],
         controller_config=configs["controllerConfig"],
     )
-    derived = await rederive(recorded, started=started, progress=progress)
     rec = [e for e in recorded.others if e.kind == DECISION]
-    alt = sorted((e for e in derived.values() if e.kind == DECISION), key=Envelope.sort_key)
+    if save_as is None:
+        derived = await rederive(recorded, started=started, progress=progress)
+        alt = sorted((e for e in derived.values() if e.kind == DECISION), key=Envelope.sort_key)
+    else:
+        changed = [*assignments, *(["--config"] if file_config else [])]
+        started = msgspec.structs.replace(started, source=f"what-if of run {recorded.run}: {', '.join(changed)}")
+        feed = rekeyed(replay_feed(recorded, started), save_as)
+        await run_feed(
+            feed,
+            store,
+            run=save_as,
+            duration=started.duration,
+            progress=progress,
+            full_observations=recorded.full_observations,
+        )
+        await record_outcome(store, save_as, started.duration, RUN_COMPLETED)
+        alt = [e.envelope for e in await store.read_run(save_as, kind=DECISION)]
     return WhatIfReport(recorded.run, decision_diff(rec, alt), configs, recorded.open_loop_nodes, rec, alt)

@@ -14,6 +14,7 @@ from ledgerlet_core.postmortem.signals_series import node_signal_series
 from ledgerlet_services.audit.queries import Audit
 from ledgerlet_services.audit.report_charts import MARKS, Band, Marker
 from ledgerlet_services.audit.report_html import (
+    Compared,
     EvictionRow,
     NodeSection,
     Preemption,
@@ -218,8 +219,11 @@ def _why(kind: str, d: dict[str, Any]) -> str:
     return str(d.get("reason", ""))
 
 
-async def write_report(store: EventStore, run: str | None, out: Path) -> str:
+async def write_report(store: EventStore, run: str | None, out: Path, *, compare: str | None = None) -> str:
     report = await collect(store, run)
+    if compare is not None:
+        other = await collect(store, compare)
+        report.compared = Compared(run=other.run, source=other.source, verdicts=other.verdicts)
     text = render_report(report)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp")

@@ -79,6 +79,15 @@ class Shutdown:
 
 
 @dataclass
+class Compared:
+    """Another run (a saved what-if) whose pod endings the report shows beside its own."""
+
+    run: str
+    source: str
+    verdicts: list[Verdict]
+
+
+@dataclass
 class ReportData:
     run: str
     name: str
@@ -96,6 +105,7 @@ class ReportData:
     nodes_not_plotted: list[str] = field(default_factory=list)
     #: what readers say of a run that did not complete (None: it did)
     incomplete: str | None = None
+    compared: Compared | None = None
 
 
 def _e(x: object) -> str:
@@ -142,6 +152,7 @@ def render_report(r: ReportData) -> str:
     if r.incomplete:
         parts.append(f"<p class='msg' role='alert'><strong>Incomplete run.</strong> {_e(r.incomplete)}</p>")
     parts += _answer(r)
+    parts += _side_by_side(r)
     parts += _nodes(r)
     parts += _evictions(r)
     parts += _preemptions(r)
@@ -185,6 +196,36 @@ def _answer(r: ReportData) -> list[str]:
     if len(r.verdicts) > MAX_VERDICTS:
         out.append(f"<p class='msg'>... and {len(r.verdicts) - MAX_VERDICTS} more pod endings, listed below.</p>")
     out.append("</section>")
+    return out
+
+
+def _side_by_side(r: ReportData) -> list[str]:
+    """Every pod ended in either run: how it ended in each, the differences first."""
+    if r.compared is None:
+        return []
+    mine = {v.pod: v for v in r.verdicts if v.type != "PodRejected"}
+    theirs = {v.pod: v for v in r.compared.verdicts if v.type != "PodRejected"}
+
+    def cell(v: Verdict | None) -> str:
+        return f"{_e(v.type)} at {_e(_clock(v.time))}" if v is not None else "<em>not ended</em>"
+
+    rows = []
+    for pod in sorted(set(mine) | set(theirs)):
+        a, b = mine.get(pod), theirs.get(pod)
+        same = a is not None and b is not None and (a.type, a.time) == (b.type, b.time)
+        rows.append((same, pod, a, b))
+    rows.sort(key=lambda row: (row[0], row[1]))
+    out = [
+        f"<h2>Side by side with run <code>{_e(r.compared.run)}</code></h2>",
+        f"<p class='msg'>{_e(r.compared.source)}</p>",
+        f"<table class='side-by-side'><tr><th>pod</th><th>this run</th><th>run {_e(r.compared.run)}</th><th></th></tr>",
+    ]
+    for same, pod, a, b in rows:
+        out.append(
+            f"<tr class='{'same' if same else 'changed'}'><td>{_e(pod)}</td><td>{cell(a)}</td><td>{cell(b)}</td>"
+            f"<td>{'same' if same else '<strong>changed</strong>'}</td></tr>"
+        )
+    out.append("</table>")
     return out
 
 
@@ -292,6 +333,7 @@ def _shutdowns(r: ReportData) -> list[str]:
 
 __all__: Sequence[str] = [
     "Band",
+    "Compared",
     "EvictionRow",
     "Marker",
     "NodeSection",
