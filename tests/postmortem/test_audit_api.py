@@ -211,3 +211,27 @@ def test_a_misspelt_type_filter_is_a_400_with_the_closest_type(client: TestClien
     assert "is no decision type; see " in listed and "PodEvicted" in listed
     fine = client.get(f"/v1/runs/{RUN}/decisions", params={"type": ["PodEvicted", "NodeReclaimed"]})
     assert fine.status_code == 200 and {d["type"] for d in fine.json()["items"]} == {"PodEvicted", "NodeReclaimed"}
+
+
+def test_answers_are_typed_in_the_document(client: TestClient) -> None:
+    """Every 200 names a schema with the fields a client gets, and answers match it."""
+    import jsonschema
+
+    doc = client.get("/openapi.json").json()
+    schemas = doc["components"]["schemas"]
+    page = doc["paths"]["/v1/runs/{run}/decisions"]["get"]["responses"]["200"]["content"]["application/json"]
+    assert page["schema"] == {"$ref": "#/components/schemas/DecisionsPage"}
+    assert set(schemas["Record"]["properties"]) >= {"id", "t", "time", "type", "kind", "node", "pod", "data", "causes"}
+    assert schemas["Run"]["properties"]["status"]["enum"] == ["completed", "failed", "running", "abandoned"]
+    explain = doc["paths"]["/v1/runs/{run}/pods/{namespace}/{name}/explain"]["get"]["responses"]["200"]["content"]
+    assert explain["application/json"]["schema"] == {"$ref": "#/components/schemas/Explanation"}
+
+    def valid(name: str, body: object) -> None:
+        schema = {"$ref": f"#/components/schemas/{name}", "components": {"schemas": schemas}}
+        jsonschema.Draft202012Validator(schema).validate(body)
+
+    valid("DecisionsPage", client.get(f"/v1/runs/{RUN}/decisions").json())
+    first = client.get(f"/v1/runs/{RUN}/decisions", params={"type": "PodEvicted"}).json()["items"][0]
+    assert "signals" not in first  # a field the handler did not set is left out, not null
+    valid("Decision", client.get(f"/v1/runs/{RUN}/decisions/{first['id']}").json())
+    valid("Explanation", client.get(f"/v1/runs/{RUN}/pods/{EVICTED}/explain").json())

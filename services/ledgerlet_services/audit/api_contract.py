@@ -43,10 +43,13 @@ def _problem(status: str) -> dict[str, Any]:
     return {"description": _WHY[status], "content": {PROBLEM: {"schema": {"$ref": "#/components/schemas/Problem"}}}}
 
 
-def with_problem_responses(doc: dict[str, Any]) -> dict[str, Any]:
-    """``doc`` (FastAPI's generated document) with the error responses the server gives."""
+def with_problem_responses(doc: dict[str, Any], extra_schemas: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``doc`` (FastAPI's generated document) with the error responses the server gives
+    (and ``extra_schemas``: models a route names by reference only)."""
     out = copy.deepcopy(doc)
     schemas = out.setdefault("components", {}).setdefault("schemas", {})
+    for name, schema in (extra_schemas or {}).items():
+        schemas.setdefault(name, schema)
     for name in ("HTTPValidationError", "ValidationError"):
         schemas.pop(name, None)
     schemas["Problem"] = PROBLEM_SCHEMA

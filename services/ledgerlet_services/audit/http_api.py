@@ -24,11 +24,15 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException
 
+from ledgerlet_services.audit import api_models as api
 from ledgerlet_services.audit.api_contract import PROBLEM, ApiMetrics, with_problem_responses
 from ledgerlet_services.audit.queries import DEFAULT_PAGE, MAX_PAGE, Audit, BadCursor, BadFilter, NotFound
 from ledgerlet_store.store import EventStore
 
 log = logging.getLogger(__name__)
+
+#: answers carry the fields their handler set (a decision without a pod has no "pod": null)
+TYPED: dict[str, Any] = {"response_model_exclude_unset": True}
 
 #: virtual seconds an int64 nanosecond clock can hold (a window bound beyond it is refused)
 MAX_VIRTUAL_SECONDS = 9_223_372_036
@@ -113,7 +117,12 @@ def create_app(
             generated = get_openapi(
                 title=app.title, version=app.version, description=app.description, routes=app.routes
             )
-            app.openapi_schema = with_problem_responses(generated)
+            explanation = api.Explanation.model_json_schema(ref_template="#/components/schemas/{model}")
+            extra = {
+                "Explanation": {k: v for k, v in explanation.items() if k != "$defs"},
+                **explanation.get("$defs", {}),
+            }
+            app.openapi_schema = with_problem_responses(generated, extra)
         return app.openapi_schema
 
     app.openapi = openapi_document  # type: ignore[method-assign]
@@ -193,11 +202,11 @@ def create_app(
         """Prometheus text format: requests by route and status, and their latency."""
         return metrics.answer()
 
-    @app.get("/healthz", tags=["health"])
+    @app.get("/healthz", tags=["health"], response_model=api.Health)
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.get("/readyz", tags=["health"])
+    @app.get("/readyz", tags=["health"], response_model=api.Ready)
     async def readyz(request: Request) -> Response:
         try:
             async with request.app.state.store.engine.connect() as conn:
@@ -206,7 +215,7 @@ def create_app(
             return problem(503, "Service Unavailable", f"event store unreachable: {exc}", request)
         return JSONResponse({"status": "ready", "store": request.app.state.store.describe()})
 
-    @app.get("/v1/runs", dependencies=[Auth], tags=["runs"])
+    @app.get("/v1/runs", dependencies=[Auth], tags=["runs"], response_model=list[api.Run], **TYPED)
     async def runs(a: AuditDep) -> list[dict[str, Any]]:
         return [
             {
@@ -222,7 +231,9 @@ def create_app(
             for r in await a.runs()
         ]
 
-    @app.get("/v1/runs/{run}/decisions", dependencies=[Auth], tags=["decisions"])
+    @app.get(
+        "/v1/runs/{run}/decisions", dependencies=[Auth], tags=["decisions"], response_model=api.DecisionsPage, **TYPED
+    )
     async def decisions(
         a: AuditDep,
         run: str,
@@ -240,25 +251,57 @@ def create_app(
         )
         return {"run": run, "items": items, "next": nxt}
 
-    @app.get("/v1/runs/{run}/decisions/{event_id}", dependencies=[Auth], tags=["decisions"])
+    @app.get(
+        "/v1/runs/{run}/decisions/{event_id}",
+        dependencies=[Auth],
+        tags=["decisions"],
+        response_model=api.Decision,
+        **TYPED,
+    )
     async def decision(a: AuditDep, run: str, event_id: str) -> dict[str, Any]:
         return await a.decision(await a.resolve(run), event_id)
 
-    @app.get("/v1/runs/{run}/pods/{namespace}/{name}", dependencies=[Auth], tags=["pods"])
+    @app.get(
+        "/v1/runs/{run}/pods/{namespace}/{name}",
+        dependencies=[Auth],
+        tags=["pods"],
+        response_model=api.PodHistory,
+        **TYPED,
+    )
     async def pod_history(a: AuditDep, run: str, namespace: str, name: str) -> dict[str, Any]:
         run = await a.resolve(run)
         return {"run": run, "pod": f"{namespace}/{name}", "events": await a.pod_history(run, f"{namespace}/{name}")}
 
-    @app.get("/v1/runs/{run}/pods/{namespace}/{name}/explain", dependencies=[Auth], tags=["pods"], response_model=None)
+    @app.get(
+        "/v1/runs/{run}/pods/{namespace}/{name}/explain",
+        dependencies=[Auth],
+        tags=["pods"],
+        response_model=None,
+        responses={
+            200: {
+                "description": "the explanation (JSON), or ?format=text its text",
+                "content": {
+                    "application/json": {"schema": {"$ref": "#/components/schemas/Explanation"}},
+                    "text/plain": {"schema": {"type": "string"}},
+                },
+            }
+        },
+    )
     async def explain(
         a: AuditDep, run: str, namespace: str, name: str, format: str = Query("json", pattern="^(json|text)$")
-    ) -> dict[str, Any] | PlainTextResponse:
+    ) -> api.Explanation | PlainTextResponse:
         exp = await a.explain(await a.resolve(run), f"{namespace}/{name}")
         if format == "text":
             return PlainTextResponse(exp.render_text())
-        return exp.to_dict()
+        return api.Explanation.model_validate(exp.to_dict())
 
-    @app.get("/v1/runs/{run}/nodes/{name}/timeline", dependencies=[Auth], tags=["nodes"])
+    @app.get(
+        "/v1/runs/{run}/nodes/{name}/timeline",
+        dependencies=[Auth],
+        tags=["nodes"],
+        response_model=api.NodeTimeline,
+        **TYPED,
+    )
     async def node_timeline(
         a: AuditDep,
         run: str,
