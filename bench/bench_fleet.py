@@ -18,9 +18,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 from fleet import write
 from ledgerlet_core.scenario.load import load_scenario
+from measure import run_ledgerlet
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,22 +39,8 @@ def _read(path: Path) -> float:
 
 def _run(scenario: Path, out: Path, name: str) -> tuple[float, float, dict[str, int]]:
     """``ledgerlet run``: wall seconds, peak RSS (MiB), decisions by type."""
-    log, db = out / f"{name}.jsonl", out / f"{name}.db"
-    for p in out.glob(f"{name}.db*"):
-        p.unlink()
-    cmd = [sys.executable, "-m", "ledgerlet_services.app.cli", "run", str(scenario), "--quiet"]
-    cmd += ["--decisions", str(log), "--store", f"sqlite:///{db}", "--run-id", name]
-    began = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - began
-    if status != 0:
-        raise SystemExit(f"{name}: ledgerlet run failed ({status})")
-    counts: dict[str, int] = {}
-    for line in log.read_text().splitlines():
-        kind = json.loads(line)["type"]
-        counts[kind] = counts.get(kind, 0) + 1
-    return wall, usage.ru_maxrss / 1024, counts
+    wall, peak_kib, counts = run_ledgerlet(scenario, out, name)
+    return wall, peak_kib / 1024, counts
 
 
 def main() -> None:

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,6 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from ledgerlet_core.scenario.load import load_scenario
+from measure import run_ledgerlet
 from scenarios import preemption_basic, scheduling_basic, shutdown_110
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -37,23 +36,7 @@ def run(doc: dict[str, Any], out: Path, name: str) -> tuple[float, int, dict[str
     """``ledgerlet run`` on ``doc``: wall seconds, peak RSS (KiB) and decisions by type."""
     scenario = out / f"{name}.json"
     scenario.write_text(json.dumps(doc))
-    log = out / f"{name}.jsonl"
-    db = out / f"{name}.db"
-    for p in out.glob(f"{name}.db*"):
-        p.unlink()
-    cmd = [sys.executable, "-m", "ledgerlet_services.app.cli", "run", str(scenario)]
-    cmd += ["--decisions", str(log), "--store", f"sqlite:///{db}", "--quiet", "--run-id", name]
-    began = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - began
-    if status != 0:
-        raise SystemExit(f"{name}: ledgerlet run failed ({status})")
-    counts: dict[str, int] = {}
-    for line in log.read_text().splitlines():
-        kind = json.loads(line)["type"]
-        counts[kind] = counts.get(kind, 0) + 1
-    return wall, usage.ru_maxrss, counts
+    return run_ledgerlet(scenario, out, name)
 
 
 def measured(label: str, base_doc: dict[str, Any], full_doc: dict[str, Any], out: Path, what: str) -> dict[str, Any]:

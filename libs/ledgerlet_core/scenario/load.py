@@ -17,7 +17,6 @@ from datetime import datetime
 from typing import Any, Final
 
 import msgspec
-import yaml
 
 from ledgerlet_core.apiserver.admission import admit_pod, validate_priority_class
 from ledgerlet_core.apiserver.priority import AdmissionError, known_classes
@@ -42,7 +41,7 @@ from ledgerlet_core.model.settings import check_settings, suggestion
 from ledgerlet_core.model.summary import Summary
 from ledgerlet_core.model.timefmt import EPOCH, parse_rfc3339
 from ledgerlet_core.model.usage import LAYOUTS, NodeUsage, PodUsage, parse_node_usage, parse_pod_usage
-from ledgerlet_core.scenario.bounds import check_aliases, check_block_depth
+from ledgerlet_core.scenario.documents import read_document
 from ledgerlet_core.scheduling.config import SCHEDULER_FIELDS, SchedulerConfig, config_errors
 
 API_VERSION: Final = "ledgerlet/v1"
@@ -115,59 +114,6 @@ def default_uid(kind: str, namespace: str, name: str, generation: int = 0) -> st
     return str(uuid.uuid5(UID_NAMESPACE, f"{kind}/{namespace}/{name}/{generation}"))
 
 
-class _UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """The safe loader (libyaml's parser when there is one), refusing a mapping that
-    repeats a key: YAML says keys are unique, and PyYAML would silently keep the last."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: set[str] = set()
-        for key_node, _ in node.value:
-            if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
-                if key_node.value in seen:
-                    raise yaml.constructor.ConstructorError(
-                        "while constructing a mapping",
-                        node.start_mark,
-                        f"found duplicate key {key_node.value!r}",
-                        key_node.start_mark,
-                    )
-                seen.add(key_node.value)
-        result: dict[Any, Any] = super().construct_mapping(node, deep)
-        return result
-
-
-def _yaml(text: str, source: str) -> Any:
-    """YAML 1.1 (as Kubernetes tooling reads it), or JSON, which is parsed much faster:
-    large generated scenarios are best written as JSON. A text opening with ``{`` is
-    tried as JSON first; flow-style YAML opens the same way, so it is then read as YAML
-    (and if neither reads it, the JSON error is the one reported)."""
-    json_error: msgspec.DecodeError | None = None
-    if text.lstrip().startswith("{"):
-        try:
-            return msgspec.json.decode(text.encode())
-        except msgspec.DecodeError as exc:
-            json_error = exc
-        except RecursionError:
-            raise InputError("nested too deeply", file=source, obj="JSON") from None
-    check_block_depth(text, source)
-    try:
-        docs = list(yaml.load_all(text, Loader=_UniqueKeyLoader))
-    except RecursionError:
-        raise InputError("nested too deeply", file=source, obj="YAML") from None
-    except yaml.YAMLError as exc:
-        if json_error is not None:
-            raise InputError(f"not valid JSON: {json_error}", file=source, obj="JSON") from None
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise InputError(f"not valid YAML: {problem}", file=source, obj="YAML", field=where) from None
-    docs = [d for d in docs if d is not None]
-    if len(docs) != 1:
-        raise InputError(f"expected exactly one YAML document, found {len(docs)}", file=source)
-    if "&" in text:  # anchors, so perhaps aliases
-        check_aliases(docs[0], source)
-    return docs[0]
-
-
 def _section(spec: Mapping[str, Any], name: str, kind: type[dict[str, Any]] | type[list[Any]]) -> Any:
     """``spec.NAME`` of the type it must have; absent or null is empty (``events: {}``,
     a mapping where a list belongs, was taken for an empty list)."""
@@ -224,7 +170,7 @@ def load_scenario(text: str, source: str = "<scenario>") -> Scenario:
 
 
 def _load(text: str, source: str) -> Scenario:
-    doc = _yaml(text, source)
+    doc = read_document(text, source)
     if not isinstance(doc, dict):
         raise InputError(f"expected a Scenario mapping, got {type(doc).__name__}")
     if doc.get("apiVersion") != API_VERSION:
