@@ -117,3 +117,27 @@ def test_kill_9_leaves_an_incomplete_run_that_running_again_completes(store_dsn:
     assert resumed.wait(timeout=300) == 0, resumed.communicate()
     assert asyncio.run(_state(store_dsn, "cut"))[0] == "completed"
     assert (tmp_path / "resumed.jsonl").read_bytes() == (tmp_path / "clean.jsonl").read_bytes()
+
+
+def test_ctrl_c_while_the_scenario_is_still_being_read_ends_without_a_traceback(tmp_path: Path) -> None:
+    """Before the run's own handlers are in place (a large file takes seconds to read),
+    Ctrl-C used to end in Python's KeyboardInterrupt traceback."""
+    pods = "".join(
+        f"    - {{apiVersion: v1, kind: Pod, metadata: {{name: p{i}, namespace: bulk}}, "
+        f"spec: {{containers: [{{name: c, image: x}}]}}}}\n"
+        for i in range(40_000)
+    )
+    text = (EXAMPLES / "memory-pressure.yaml").read_text()
+    at = text.index("  usage:")
+    big = tmp_path / "big.yaml"
+    big.write_text(text[:at] + pods + text[at:])
+    store = tmp_path / "e.db"
+    cmd = [sys.executable, "-m", "ledgerlet_services.app.cli", "run", str(big), "--quiet"]
+    cmd += ["--decisions", str(tmp_path / "d.jsonl"), "--store", f"sqlite:///{store}"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.5)  # started, reading the 40,000 pods
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in err and "stopped" in err

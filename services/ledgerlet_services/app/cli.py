@@ -395,6 +395,14 @@ def _contracts(args: argparse.Namespace, console: Console) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except KeyboardInterrupt:  # Ctrl-C outside a run's own handling (reading a file, a second Ctrl-C)
+        warning("interrupted", label="stopped")
+        return 128 + int(signal.SIGINT)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
     console = Console(stderr=False)
     if not console.is_terminal:
         console.width = max(console.width, 120)  # logs and pipes: do not squeeze the tables
