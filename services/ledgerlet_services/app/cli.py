@@ -12,6 +12,7 @@ import os
 import platform
 import signal
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -157,12 +158,21 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
     except ValueError as exc:
         error(str(exc))
         return EXIT_BAD_INPUT
-    try:
-        store = await EventStore.open(args.store)
-    except Exception as exc:  # a store we cannot open or migrate
-        error(f"cannot open store {args.store}: {exc}")
+    with stopped_by_signals(cancel=False) as opening:
+        try:
+            store = await EventStore.open(args.store)
+        except Exception as exc:  # a store we cannot open or migrate
+            error(f"cannot open store {args.store}: {exc}")
+            telemetry.shutdown()
+            return EXIT_FAILED
+    if opening.signals:
         telemetry.shutdown()
-        return EXIT_FAILED
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(store.close(), STORE_CLOSE_TIMEOUT)
+        warning(
+            f"interrupted by {opening.signals[0].name} before the run began; nothing of it was stored", label="stopped"
+        )
+        return 128 + int(opening.signals[0])
     run_id = args.run_id or new_run_id()
     try:
         with (
@@ -208,10 +218,12 @@ class _Stopping:
 
 
 @contextlib.contextmanager
-def stopped_by_signals() -> Iterator[_Stopping]:
+def stopped_by_signals(*, cancel: bool = True) -> Iterator[_Stopping]:
     """SIGINT (Ctrl-C) and SIGTERM stop the run cleanly: the current task is cancelled, so
     every service stops and the store is closed; a second Ctrl-C while that happens gets
-    Python's own handling (an immediate KeyboardInterrupt)."""
+    Python's own handling (an immediate KeyboardInterrupt). With ``cancel=False`` the
+    signal is only noted, for steps that must not be cut in half (opening the store: its
+    driver's thread would answer a loop already gone)."""
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     stopping = _Stopping()
@@ -220,7 +232,7 @@ def stopped_by_signals() -> Iterator[_Stopping]:
         stopping.signals.append(sig)
         for s in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(s)
-        if task is not None:
+        if task is not None and cancel:
             task.cancel()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -230,7 +242,7 @@ def stopped_by_signals() -> Iterator[_Stopping]:
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
-        if stopping.signals and task is not None:
+        if stopping.signals and task is not None and cancel:
             task.uncancel()
 
 
@@ -393,8 +405,18 @@ def _contracts(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    # Ctrl-C raises at once, wherever it lands. (asyncio.run's own handler would only ask
+    # the main task to cancel, which a long synchronous step, reading a large scenario,
+    # does not see until its next await: the store's opening, half done, then hangs the
+    # process on the database driver's thread.) The run installs its own handlers.
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, _interrupt)
     try:
         return _dispatch(args)
     except KeyboardInterrupt:  # Ctrl-C outside a run's own handling (reading a file, a second Ctrl-C)
