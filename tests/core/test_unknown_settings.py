@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from ledgerlet_core.kubelet.config import resolve_kubelet_config
 from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.postmortem.overrides import apply_overrides
 from ledgerlet_core.scenario.documents import read_document
@@ -113,3 +114,94 @@ def test_whatif_config_files_are_checked_too() -> None:
     done = apply_overrides(CONFIGS, ["evictionHard.memory.available=1Gi", "scheduler.disablePreemption=true"])
     assert done["kubeletConfig"]["evictionHard"]["memory.available"] == "1Gi"
     assert done["schedulerConfig"] == {"disablePreemption": True}
+
+
+@pytest.mark.parametrize(
+    ("spec", "warned"),
+    [
+        ({"kubeletConfig": {"featureGates": {"RotateKubeletServerCertificate": True, "GracefulNodeShutdown": True}}},
+         "kubeletConfig.featureGates.RotateKubeletServerCertificate: a feature gate ledgerlet does not model"),
+        ({"schedulerConfig": {"featureGates": {"SchedulerAsyncPreemption": False}}},
+         "schedulerConfig.featureGates.SchedulerAsyncPreemption: a feature gate ledgerlet does not model"),
+        ({"controllerConfig": {"featureGates": {"SeparateTaintEvictionController": True}}},
+         "controllerConfig.featureGates.SeparateTaintEvictionController: a feature gate ledgerlet does not model"),
+        ({"kubeletConfig": {"systemReserved": {"memory": "1Gi", "pid": "1000"}}},
+         "kubeletConfig.systemReserved.pid: a reservation ledgerlet does not model"),
+    ],
+)  # fmt: skip
+def test_a_real_gate_or_reservation_ledgerlet_does_not_read_is_accepted_and_said(
+    spec: dict[str, Any], warned: str
+) -> None:
+    warnings = _load(_scenario(**spec)).warnings
+    assert any(w.startswith(warned) for w in warnings), warnings
+    assert not any("GracefulNodeShutdown:" in w or "memory" in w for w in warnings)  # modelled: no word
+
+
+@pytest.mark.parametrize(
+    ("spec", "field", "said"),
+    [
+        ({"kubeletConfig": {"featureGates": {"RotateKubeletServerCertficate": True}}},
+         "kubeletConfig.featureGates.RotateKubeletServerCertficate",
+         "unrecognized feature gate: RotateKubeletServerCertficate; did you mean 'RotateKubeletServerCertificate'?"),
+        ({"schedulerConfig": {"featureGates": {"SchedulerAsyncPremption": True}}},
+         "schedulerConfig.featureGates.SchedulerAsyncPremption", "did you mean 'SchedulerAsyncPreemption'?"),
+        ({"controllerConfig": {"featureGates": {"NoSuchGateAtAll": True}}},
+         "controllerConfig.featureGates.NoSuchGateAtAll", "unrecognized feature gate: NoSuchGateAtAll"),
+        ({"kubeletConfig": {"systemReserved": {"memroy": "1Gi"}}}, "systemReserved.memroy",
+         'cannot reserve "memroy" resource; did you mean \'memory\'?'),
+        ({"kubeletConfig": {"kubeReserved": {"hugepages-2Mi": "1Gi"}}}, "kubeReserved.hugepages-2Mi",
+         'cannot reserve "hugepages-2Mi" resource'),
+    ],
+)  # fmt: skip
+def test_a_misspelt_gate_or_reservation_is_refused_with_the_closest_name(
+    spec: dict[str, Any], field: str, said: str
+) -> None:
+    with pytest.raises(InputError) as err:
+        _load(_scenario(**spec))
+    assert err.value.field is not None and err.value.field.endswith(field)
+    assert said in str(err.value)
+
+
+def test_a_node_annotation_gate_is_checked_too() -> None:
+    doc = _scenario()
+    annotations = doc["spec"]["objects"][0]["metadata"].setdefault("annotations", {})
+    annotations["ledgerlet/kubelet-config"] = json.dumps({"featureGates": {"KubeletPSI": True}})
+    assert any("featureGates.KubeletPSI: a feature gate" in w for w in _load(doc).warnings)
+    annotations["ledgerlet/kubelet-config"] = json.dumps({"featureGates": {"KubeletPSi": True}})
+    with pytest.raises(InputError, match="did you mean 'KubeletPSI'"):
+        _load(doc)
+
+
+def test_a_stored_configuration_with_a_real_unmodelled_gate_still_resolves() -> None:
+    config = resolve_kubelet_config({"featureGates": {"RotateKubeletServerCertificate": False}})
+    assert "RotateKubeletServerCertificate" not in config.feature_gates and config.gate("GracefulNodeShutdown")
+    with pytest.raises(InputError, match="unrecognized feature gate: Bogus"):
+        resolve_kubelet_config({"featureGates": {"Bogus": False}})
+
+
+@pytest.mark.parametrize(
+    ("assignment", "said"),
+    [
+        ("featureGates.RotateKubeletServerCertificate=false",
+         "RotateKubeletServerCertificate is a feature gate ledgerlet does not model"),
+        ("featureGates.GracefulNodeShutdwn=false",
+         "unrecognized feature gate: GracefulNodeShutdwn; did you mean 'GracefulNodeShutdown'?"),
+        ('featureGates={"PodLevelResources": false, "KubeletPSI": true}', "KubeletPSI is a feature gate"),
+        ("scheduler.featureGates.SchedulerAsyncPreemption=false", "SchedulerAsyncPreemption is a feature gate"),
+        ("controller.featureGates.SeparateTaintEvictionControler=false",
+         "did you mean 'SeparateTaintEvictionController'?"),
+    ],
+)  # fmt: skip
+def test_whatif_refuses_a_gate_nothing_reads(assignment: str, said: str) -> None:
+    with pytest.raises(InputError) as err:
+        apply_overrides(CONFIGS, [assignment])
+    assert said in str(err.value) and err.value.obj == "--set"
+
+
+def test_whatif_sets_a_modelled_gate_and_checks_gates_in_a_config_file() -> None:
+    done = apply_overrides(CONFIGS, ["featureGates.GracefulNodeShutdown=false"])
+    assert done["kubeletConfig"]["featureGates"] == {"GracefulNodeShutdown": False}
+    with pytest.raises(InputError, match="did you mean 'PodLevelResources'"):
+        apply_overrides(CONFIGS, [], {"featureGates": {"PodLevelResource": False}})
+    with pytest.raises(InputError, match="KubeletPSI is a feature gate ledgerlet does not model"):
+        apply_overrides(CONFIGS, [], {"kubeletConfig": {"featureGates": {"KubeletPSI": True}}})

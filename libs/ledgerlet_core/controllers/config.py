@@ -19,3 +19,6 @@ class ControllerConfig(msgspec.Struct, rename="camel", kw_only=True, omit_defaul
 
 #: the names a scenario writes
 CONTROLLER_FIELDS = frozenset(f.encode_name for f in msgspec.structs.fields(ControllerConfig))
+#: the feature gates ledgerlet's controllers read: none yet, so every real gate set in
+#: ``featureGates`` is accepted with a warning (and a name no component knows refused)
+CONTROLLER_GATES: frozenset[str] = frozenset()

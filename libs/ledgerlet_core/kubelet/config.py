@@ -25,7 +25,8 @@ from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.duration import SECOND, DurationError, format_duration, parse_duration
 from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.model.quantity import Quantity
-from ledgerlet_core.model.settings import UPSTREAM_KUBELET_FIELDS, check_settings, suggestion
+from ledgerlet_core.model.settings import check_gates, check_settings, suggestion
+from ledgerlet_core.model.upstream_settings import UPSTREAM_FEATURE_GATES, UPSTREAM_KUBELET_FIELDS
 
 #: Feature gates ledgerlet models, with their Kubernetes v1.34 defaults.
 FEATURE_GATE_DEFAULTS: Final[dict[str, bool]] = {
@@ -39,6 +40,8 @@ FEATURE_GATE_DEFAULTS: Final[dict[str, bool]] = {
 }
 
 _VALID_ENFORCEMENTS: Final = ("pods", "system-reserved", "kube-reserved", "none")
+#: what systemReserved and kubeReserved may reserve (cmd/kubelet/app/server.go: parseResourceList)
+_RESERVABLE: Final = ("cpu", "memory", "ephemeral-storage", "pid")
 
 
 class ShutdownGracePeriodByPodPriority(msgspec.Struct, rename="camel", kw_only=True):
@@ -86,9 +89,21 @@ def check_kubelet_settings(raw: Mapping[str, Any], *, obj: str, prefix: str) -> 
     """Refuse a kubelet setting that is no KubeletConfiguration field (with the closest
     suggested); warn of upstream fields ledgerlet does not model. For input a user
     writes (a scenario, an annotation, a what-if), not for what a stored run holds."""
-    return check_settings(
+    warnings = check_settings(
         raw, KUBELET_FIELDS, what="KubeletConfiguration field", obj=obj, prefix=prefix, upstream=UPSTREAM_KUBELET_FIELDS
     )
+    warnings += check_gates(raw.get("featureGates"), FEATURE_GATE_DEFAULTS, obj=obj, prefix=prefix)
+    for kind in ("systemReserved", "kubeReserved"):
+        reserved = raw.get(kind)
+        if not isinstance(reserved, Mapping):
+            continue
+        for resource in reserved:
+            if resource not in _RESERVABLE:  # (here, not in _validate: stored runs replay as they ran)
+                hint = suggestion(str(resource), _RESERVABLE)
+                raise _fail(f'cannot reserve "{resource}" resource{hint}', obj, f"{prefix}.{kind}.{resource}")
+        if "pid" in reserved:  # upstream reserves pids; no decision reads that
+            warnings.append(f"{prefix}.{kind}.pid: a reservation ledgerlet does not model; ignored")
+    return warnings
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,10 +160,11 @@ def resolve_kubelet_config(raw: Mapping[str, Any] | None, *, obj: str = "spec.ku
             raise InputError(str(exc), obj=obj, field=name) from None
     gates = dict(FEATURE_GATE_DEFAULTS)
     for gate, enabled in spec.feature_gates.items():
-        if gate not in FEATURE_GATE_DEFAULTS:
-            hint = suggestion(gate, FEATURE_GATE_DEFAULTS)
+        if gate in FEATURE_GATE_DEFAULTS:
+            gates[gate] = enabled
+        elif gate not in UPSTREAM_FEATURE_GATES:  # a real gate ledgerlet does not model is accepted, unread
+            hint = suggestion(gate, FEATURE_GATE_DEFAULTS.keys() | UPSTREAM_FEATURE_GATES)
             raise InputError(f"unrecognized feature gate: {gate}{hint}", obj=obj, field=f"featureGates.{gate}")
-        gates[gate] = enabled
     _validate(spec, durations, gates, obj)
     hard = effective_eviction_hard(spec.eviction_hard, merge_defaults=spec.merge_default_eviction_settings)
     try:

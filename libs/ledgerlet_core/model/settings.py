@@ -11,49 +11,10 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from typing import Any, Final
+from typing import Any
 
 from ledgerlet_core.model.errors import InputError
-
-#: Every field of upstream's KubeletConfiguration (``json`` names of
-#: staging/src/k8s.io/kubelet/config/v1beta1/types.go, v1.35), with ``kind`` and
-#: ``apiVersion``, and one that older kubelets' configz still shows.
-UPSTREAM_KUBELET_FIELDS: Final = frozenset(
-    {
-        "kind", "apiVersion",
-        "enableServer", "staticPodPath", "podLogsDir", "syncFrequency", "fileCheckFrequency",
-        "httpCheckFrequency", "staticPodURL", "staticPodURLHeader", "address", "port", "readOnlyPort",
-        "tlsCertFile", "tlsPrivateKeyFile", "tlsCipherSuites", "tlsCurvePreferences", "tlsMinVersion",
-        "rotateCertificates", "serverTLSBootstrap", "authentication", "authorization", "registryPullQPS",
-        "registryBurst", "imagePullCredentialsVerificationPolicy", "preloadedImagesVerificationAllowlist",
-        "eventRecordQPS", "eventBurst", "enableDebuggingHandlers", "enableContentionProfiling", "healthzPort",
-        "healthzBindAddress", "oomScoreAdj", "clusterDomain", "clusterDNS", "streamingConnectionIdleTimeout",
-        "nodeStatusUpdateFrequency", "nodeStatusReportFrequency", "nodeLeaseDurationSeconds",
-        "imageMinimumGCAge", "imageMaximumGCAge", "imageGCHighThresholdPercent", "imageGCLowThresholdPercent",
-        "volumeStatsAggPeriod", "kubeletCgroups", "systemCgroups", "cgroupRoot", "cgroupsPerQOS",
-        "cgroupDriver", "cpuManagerPolicy", "singleProcessOOMKill", "cpuManagerPolicyOptions",
-        "cpuManagerReconcilePeriod", "draManagerReconcilePeriod", "memoryManagerPolicy",
-        "topologyManagerPolicy", "topologyManagerScope", "topologyManagerPolicyOptions", "qosReserved",
-        "runtimeRequestTimeout", "hairpinMode", "maxPods", "podCIDR", "podPidsLimit", "resolvConf", "runOnce",
-        "cpuCFSQuota", "cpuCFSQuotaPeriod", "nodeStatusMaxImages", "maxOpenFiles", "contentType", "kubeAPIQPS",
-        "kubeAPIBurst", "serializeImagePulls", "maxParallelImagePulls", "evictionHard", "evictionSoft",
-        "evictionSoftGracePeriod", "evictionPressureTransitionPeriod", "evictionMaxPodGracePeriod",
-        "evictionMinimumReclaim", "mergeDefaultEvictionSettings", "podsPerCore",
-        "enableControllerAttachDetach", "protectKernelDefaults", "makeIPTablesUtilChains",
-        "iptablesMasqueradeBit", "iptablesDropBit", "featureGates", "failSwapOn", "memorySwap",
-        "containerLogMaxSize", "containerLogMaxFiles", "containerLogMaxWorkers", "containerLogMonitorInterval",
-        "configMapAndSecretChangeDetectionStrategy", "systemReserved", "kubeReserved", "reservedSystemCPUs",
-        "showHiddenMetricsForVersion", "systemReservedCgroup", "kubeReservedCgroup", "enforceNodeAllocatable",
-        "allowedUnsafeSysctls", "volumePluginDir", "providerID", "kernelMemcgNotification", "logging",
-        "enableSystemLogHandler", "enableSystemLogQuery", "shutdownGracePeriod",
-        "shutdownGracePeriodCriticalPods", "shutdownGracePeriodByPodPriority", "crashLoopBackOff",
-        "reservedMemory", "enableProfilingHandler", "enableDebugFlagsHandler", "seccompDefault",
-        "memoryThrottlingFactor", "memoryReservationPolicy", "registerWithTaints", "registerNode", "tracing",
-        "localStorageCapacityIsolation", "containerRuntimeEndpoint", "imageServiceEndpoint", "failCgroupV1",
-        "userNamespaces",
-        "enableCAdvisorJSONEndpoints",  # removed in v1.23; recorded configz of older kubelets show it
-    }
-)  # fmt: skip
+from ledgerlet_core.model.upstream_settings import UPSTREAM_FEATURE_GATES
 
 
 def suggestion(name: str, known: Iterable[str]) -> str:
@@ -93,3 +54,22 @@ def check_settings(
         for name in ignored
         if name not in ("kind", "apiVersion")
     ]
+
+
+def check_gates(raw: Any, modelled: Iterable[str], *, obj: str, prefix: str) -> list[str]:
+    """``featureGates`` as upstream's gate registry reads it: a name no Kubernetes
+    component knows is refused in upstream's words (``unrecognized feature gate: X``),
+    with the closest suggested; a real gate ledgerlet does not model is accepted, and
+    each is returned as a warning. ``modelled``: the gates ledgerlet's code reads."""
+    if not isinstance(raw, Mapping):  # converting the section says what is wrong
+        return []
+    modelled = frozenset(modelled)
+    ignored = []
+    for name in raw:
+        if name in modelled:
+            continue
+        if name not in UPSTREAM_FEATURE_GATES:
+            hint = suggestion(str(name), modelled | UPSTREAM_FEATURE_GATES)
+            raise InputError(f"unrecognized feature gate: {name}{hint}", obj=obj, field=f"{prefix}.featureGates.{name}")
+        ignored.append(f"{prefix}.featureGates.{name}: a feature gate ledgerlet does not model; ignored")
+    return ignored

@@ -11,22 +11,25 @@ rule that a hard map set without defaults merged zeroes the signals it leaves ou
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
 import yaml
 
-from ledgerlet_core.controllers.config import CONTROLLER_FIELDS
-from ledgerlet_core.kubelet.config import KUBELET_FIELDS, KubeletConfigSpec
+from ledgerlet_core.controllers.config import CONTROLLER_FIELDS, CONTROLLER_GATES
+from ledgerlet_core.kubelet.config import FEATURE_GATE_DEFAULTS, KUBELET_FIELDS, KubeletConfigSpec
 from ledgerlet_core.kubelet.eviction.thresholds import effective_eviction_hard
 from ledgerlet_core.model.errors import InputError
-from ledgerlet_core.model.settings import UPSTREAM_KUBELET_FIELDS, suggestion
-from ledgerlet_core.scheduling.config import SCHEDULER_FIELDS
+from ledgerlet_core.model.settings import suggestion
+from ledgerlet_core.model.upstream_settings import UPSTREAM_FEATURE_GATES, UPSTREAM_KUBELET_FIELDS
+from ledgerlet_core.scheduling.config import SCHEDULER_FIELDS, SCHEDULER_GATES
 
 SECTIONS = {"kubelet": "kubeletConfig", "scheduler": "schedulerConfig", "controller": "controllerConfig"}
 #: what each section may set
 FIELDS = {"kubelet": KUBELET_FIELDS, "scheduler": SCHEDULER_FIELDS, "controller": CONTROLLER_FIELDS}
+#: the feature gates each section's code reads
+GATES = {"kubelet": frozenset(FEATURE_GATE_DEFAULTS), "scheduler": SCHEDULER_GATES, "controller": CONTROLLER_GATES}
 
 #: kubelet fields whose value is a map: the rest of a dotted name is one key
 KUBELET_MAP_FIELDS = frozenset(
@@ -50,6 +53,9 @@ def parse_assignment(text: str) -> tuple[str, str, str | None, Any]:
     except yaml.YAMLError as exc:
         raise InputError(f"cannot read value {raw!r}: {exc}", obj="--set", field=name) from None
     check_field(section, field, obj="--set", where=name)
+    if field == "featureGates":  # one gate (featureGates.X=false) or the whole map
+        gates = [key] if key else list(value) if isinstance(value, dict) else []
+        check_gates(section, gates, obj="--set", where=name)
     if section == "kubelet" and key and field not in KUBELET_MAP_FIELDS:
         raise InputError(
             f"{field} is not a map field; map fields are {', '.join(sorted(KUBELET_MAP_FIELDS))}",
@@ -78,6 +84,27 @@ def check_field(section: str, field: str, *, obj: str, where: str) -> None:
     raise InputError(f"unknown {SECTIONS[section]} field {field!r}{hint}", obj=obj, field=where)
 
 
+def check_gates(section: str, gates: Iterable[Any], *, obj: str, where: str) -> None:
+    """As :func:`check_field` for ``featureGates``: a real gate nothing reads would change
+    no decision, so it is refused as a misspelt one is (with the closest suggested)."""
+    for gate in gates:
+        if gate in GATES[section]:
+            continue
+        if gate in UPSTREAM_FEATURE_GATES:
+            raise InputError(
+                f"{gate} is a feature gate ledgerlet does not model: nothing it decides reads it", obj=obj, field=where
+            )
+        hint = suggestion(str(gate), GATES[section] | UPSTREAM_FEATURE_GATES)
+        raise InputError(f"unrecognized feature gate: {gate}{hint}", obj=obj, field=where)
+
+
+def _check_file_section(section: str, values: Mapping[str, Any], *, prefix: str) -> None:
+    for field, value in values.items():
+        check_field(section, field, obj="--config", where=f"{prefix}{field}")
+        if field == "featureGates" and isinstance(value, Mapping):
+            check_gates(section, value, obj="--config", where=f"{prefix}{field}")
+
+
 def apply_overrides(
     configs: Mapping[str, Mapping[str, Any]], assignments: list[str], file_config: Mapping[str, Any] | None = None
 ) -> dict[str, dict[str, Any]]:
@@ -94,12 +121,10 @@ def apply_overrides(
                     hint = suggestion(str(sec), SECTIONS.values())
                     raise InputError(f"unknown section {sec!r}{hint}", obj="--config", field=sec)
                 short = next(k for k, v in SECTIONS.items() if v == sec)
-                for field in values or {}:
-                    check_field(short, field, obj="--config", where=f"{sec}.{field}")
+                _check_file_section(short, values or {}, prefix=f"{sec}.")
                 out[sec].update(values or {})
         else:
-            for field in file_config:
-                check_field("kubelet", field, obj="--config", where=field)
+            _check_file_section("kubelet", file_config, prefix="")
             out["kubeletConfig"].update(file_config)
     for text in assignments:
         section, field, key, value = parse_assignment(text)

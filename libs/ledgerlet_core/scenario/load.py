@@ -21,7 +21,7 @@ import msgspec
 from ledgerlet_core.apiserver.admission import admit_pod, validate_priority_class
 from ledgerlet_core.apiserver.priority import AdmissionError, known_classes
 from ledgerlet_core.contracts import inputs as ev
-from ledgerlet_core.controllers.config import CONTROLLER_FIELDS, ControllerConfig
+from ledgerlet_core.controllers.config import CONTROLLER_FIELDS, CONTROLLER_GATES, ControllerConfig
 from ledgerlet_core.kubelet.config import (
     KUBELET_CONFIG_ANNOTATION,
     KubeletConfig,
@@ -37,12 +37,12 @@ from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.model.k8s.decode import UnsupportedKind, decode_object, object_label
 from ledgerlet_core.model.k8s.objects import AnyObject, Node, Pod, PriorityClass, RuntimeClass, Workload
 from ledgerlet_core.model.k8s.priority import is_static_pod
-from ledgerlet_core.model.settings import check_settings, suggestion
+from ledgerlet_core.model.settings import check_gates, check_settings, suggestion
 from ledgerlet_core.model.summary import Summary
 from ledgerlet_core.model.timefmt import EPOCH, parse_rfc3339
 from ledgerlet_core.model.usage import LAYOUTS, NodeUsage, PodUsage, parse_node_usage, parse_pod_usage
 from ledgerlet_core.scenario.documents import read_document
-from ledgerlet_core.scheduling.config import SCHEDULER_FIELDS, SchedulerConfig, config_errors
+from ledgerlet_core.scheduling.config import SCHEDULER_FIELDS, SCHEDULER_GATES, SchedulerConfig, config_errors
 
 API_VERSION: Final = "ledgerlet/v1"
 KIND: Final = "Scenario"
@@ -205,6 +205,7 @@ def _load(text: str, source: str) -> Scenario:
     kubelet = resolve_kubelet_config(kubelet_raw, obj="spec.kubeletConfig")
     scheduler_raw = _section(spec, "schedulerConfig", dict)
     check_settings(scheduler_raw, SCHEDULER_FIELDS, what="schedulerConfig field", obj="spec", prefix="schedulerConfig")
+    warnings += check_gates(scheduler_raw.get("featureGates"), SCHEDULER_GATES, obj="spec", prefix="schedulerConfig")
     scheduler = convert(scheduler_raw, SchedulerConfig, obj="spec.schedulerConfig")
     refused = config_errors(scheduler)
     if len(refused) == 1:
@@ -215,6 +216,7 @@ def _load(text: str, source: str) -> Scenario:
     controller_raw = _section(spec, "controllerConfig", dict)
     what = "controllerConfig field"
     check_settings(controller_raw, CONTROLLER_FIELDS, what=what, obj="spec", prefix="controllerConfig")
+    warnings += check_gates(controller_raw.get("featureGates"), CONTROLLER_GATES, obj="spec", prefix="controllerConfig")
     controller = convert(controller_raw, ControllerConfig, obj="spec.controllerConfig")
     _duration(controller.node_monitor_grace_period, obj="spec.controllerConfig", field_name="nodeMonitorGracePeriod")
 

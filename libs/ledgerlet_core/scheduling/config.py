@@ -19,6 +19,9 @@ class SchedulerConfig(msgspec.Struct, rename="camel", kw_only=True, omit_default
 
 #: the names a scenario writes
 SCHEDULER_FIELDS = frozenset(f.encode_name for f in msgspec.structs.fields(SchedulerConfig))
+#: the feature gates ledgerlet's scheduler reads: none yet, so every real gate set in
+#: ``featureGates`` is accepted with a warning (and a name no component knows refused)
+SCHEDULER_GATES: frozenset[str] = frozenset()
 
 
 def config_errors(c: SchedulerConfig) -> list[tuple[str, str]]:
