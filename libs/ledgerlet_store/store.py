@@ -444,7 +444,8 @@ class EventStore:
             .order_by(events.c.pod)
         )
         async with self.engine.connect() as conn:
-            return [row[0] for row in await conn.execute(q)]
+            found = [row[0] for row in await conn.execute(q)]
+        return [p for p in found if p.rsplit("/", 1)[-1] == name]  # (SQLite's LIKE ignores case)
 
     async def read_node(
         self,

@@ -200,6 +200,8 @@ def test_prometheus_metrics_count_requests_by_route_template(client: TestClient)
     assert f'ledgerlet_api_requests_total{{method="GET",{route},status="404"}} 1.0' in text
     assert f'ledgerlet_api_request_seconds_count{{method="GET",{route}}} 4.0' in text
     assert "no-such-run" not in text  # ids never become series
+    assert client.request("ZZ0", "/v1/runs").status_code in (400, 405)
+    assert 'method="ZZ0"' not in client.get("/metrics").text  # nor do made-up methods
 
 
 def test_a_misspelt_type_filter_is_a_400_with_the_closest_type(client: TestClient) -> None:

@@ -51,6 +51,8 @@ def test_a_bare_name_two_namespaces_have_is_refused_naming_both(store: str, caps
     assert "pods named 'db' in 2 namespaces of run r1: default/db, team-b/db; give -n" in " ".join(said.err.split())
     assert main(["explain", "db", "-n", "team-b", "--store", store]) == 1  # (1: it did not end)
     assert "team-b/db" in capsys.readouterr().out
+    assert main(["explain", "API", "--store", store]) == 2  # names are case-sensitive (SQLite's LIKE is not)
+    capsys.readouterr()
     assert main(["explain", "ghost", "--store", store]) == 2
     assert "no pod named 'ghost' in run r1" in capsys.readouterr().err
     assert main(["explain", "default/api", "-n", "default", "--store", store]) == 2

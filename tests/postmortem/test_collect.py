@@ -230,3 +230,17 @@ def test_wrong_credentials_and_exec_plugins_say_so(
     said = " ".join(capsys.readouterr().err.split())
     assert f"{plugin}: user kind-kind: exec: exec credential plugins are not run by ledgerlet" in said
     assert not (tmp_path / "p").exists()
+    # the way round the message gives works, and an earlier recording is never mixed in
+    args = ["collect", "--kubeconfig", str(plugin), "--token", TOKEN, "--rounds", "1", "--out", str(tmp_path / "p")]
+    assert main(args) == 0
+    capsys.readouterr()
+    assert main(args) == 1 and "is not an empty directory" in capsys.readouterr().err
+
+
+def test_a_ca_written_over_several_lines_is_read(
+    api: tuple[str, FakeApiServer], pki: dict[str, bytes], tmp_path: Path
+) -> None:
+    server, _ = api
+    folded = "\n".join(_b64(pki["ca"])[i : i + 64] for i in range(0, len(_b64(pki["ca"])), 64))
+    config = _kubeconfig(tmp_path / "kubeconfig", server, {"token": TOKEN}, {"certificate-authority-data": folded})
+    assert collect(Client(load_kubeconfig(config)), tmp_path / "out", interval=0, rounds=1).summaries == 1

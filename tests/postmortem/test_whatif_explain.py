@@ -142,10 +142,15 @@ def test_a_saved_whatif_is_a_run_that_report_and_explain_show_beside_the_recorde
     assert "saved as run mp-1gi" in " ".join(capsys.readouterr().err.split())
     assert main([*whatif, "--save-as", "mp-1gi"]) == 2  # a run id is never written twice
     assert "already holds a run 'mp-1gi'" in capsys.readouterr().err
+    # settings the loops would refuse part way are refused before anything is stored
+    for bad in ("scheduler.percentageOfNodesToScore=200", "controller.nodeMonitorGracePeriod=abc",
+                "systemReserved.memroy=1Gi"):  # fmt: skip
+        assert main(["whatif", "--run", "mp", "--set", bad, "--store", dsn, "--save-as", "bad"]) == 2, bad
+        capsys.readouterr()
 
     assert main(["runs", "--store", dsn, "-o", "json"]) == 0
     runs = {r["run"]: r for r in json.loads(capsys.readouterr().out)}
-    assert runs["mp-1gi"]["status"] == "completed"
+    assert runs["mp-1gi"]["status"] == "completed" and "bad" not in runs
     # the saved run replays to exactly what it stored
     assert main(["replay", "--verify", "--run", "mp-1gi", "--store", dsn]) == 0
     capsys.readouterr()

@@ -120,6 +120,8 @@ def apply_overrides(
                 if sec not in SECTIONS.values():
                     hint = suggestion(str(sec), SECTIONS.values())
                     raise InputError(f"unknown section {sec!r}{hint}", obj="--config", field=sec)
+                if values is not None and not isinstance(values, Mapping):
+                    raise InputError("expected a mapping of settings", obj="--config", field=sec)
                 short = next(k for k, v in SECTIONS.items() if v == sec)
                 _check_file_section(short, values or {}, prefix=f"{sec}.")
                 out[sec].update(values or {})

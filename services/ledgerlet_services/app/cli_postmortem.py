@@ -297,6 +297,7 @@ async def _replay(args: argparse.Namespace, console: Console) -> int:
 async def _whatif(args: argparse.Namespace, console: Console) -> int:
     from ledgerlet_services.app.replay import NoSuchRun, whatif_run
     from ledgerlet_services.app.report_console import whatif_table
+    from ledgerlet_services.runtime.embedded import ServiceFailed
 
     file_config: dict[str, Any] | None = None
     if args.config is not None:
@@ -319,6 +320,9 @@ async def _whatif(args: argparse.Namespace, console: Console) -> int:
     except (NoSuchRun, InputError) as exc:
         error(str(exc))
         return EXIT_BAD_INPUT
+    except ServiceFailed as exc:
+        error(f"the what-if failed: {exc}" + (f" (run {args.save_as} is stored as failed)" if args.save_as else ""))
+        return EXIT_MISMATCH
     finally:
         await store.close()
     if args.json:
@@ -476,8 +480,6 @@ async def _report(args: argparse.Namespace, console: Console) -> int:
 
 
 def _collect(args: argparse.Namespace, console: Console) -> int:
-    from dataclasses import replace
-
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from ledgerlet_core.model.duration import DurationError, parse_duration
@@ -490,12 +492,10 @@ def _collect(args: argparse.Namespace, console: Console) -> int:
             raise InputError("must not be negative", field="--interval")
         if args.rounds < 1:
             raise InputError("at least one round", field="--rounds")
-        api = load_kubeconfig(args.kubeconfig, args.context)
+        api = load_kubeconfig(args.kubeconfig, args.context, token=args.token)
     except (InputError, DurationError) as exc:
         error(str(exc))
         return EXIT_BAD_INPUT
-    if args.token:
-        api = replace(api, headers={**api.headers, "Authorization": f"Bearer {args.token}"})
     columns = (TextColumn("summaries"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
         task = bar.add_task("collect", total=None)

@@ -57,19 +57,28 @@ class ApiError(RuntimeError):
         self.status = status
 
 
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """A redirect is an error: urllib would carry the bearer token to wherever it points
+    (another host, or plain http); kubectl's client drops it there."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
 class Client:
     """GETs JSON from one API server (no watch, no write: collect only reads)."""
 
     def __init__(self, api: ApiServer, timeout: float = REQUEST_TIMEOUT) -> None:
         self.api = api
         self.timeout = timeout
+        self._opener = urllib.request.build_opener(_NoRedirects(), urllib.request.HTTPSHandler(context=api.tls))
 
     def get(self, path: str) -> Any:
         request = urllib.request.Request(
             self.api.server + path, headers={"Accept": "application/json", **self.api.headers}
         )
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout, context=self.api.tls) as answer:
+            with self._opener.open(request, timeout=self.timeout) as answer:
                 return json.loads(answer.read())
         except urllib.error.HTTPError as exc:
             raise ApiError(path, exc.code, _reason(exc)) from None
@@ -128,7 +137,10 @@ def collect(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> Collected:
-    """Record the cluster into ``out``; ``progress(done, total)`` after each summary."""
+    """Record the cluster into ``out`` (a new or empty directory: files of an earlier
+    collect would be imported with these); ``progress(done, total)`` after each summary."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ApiError("--out", None, f"{out} is not an empty directory; collect into a new one")
     result = Collected(out=out)
     for plural, path in RESOURCES:
         try:

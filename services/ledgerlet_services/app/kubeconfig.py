@@ -52,8 +52,8 @@ def _bytes(section: Mapping[str, Any], key: str, base: Path, source: str, obj: s
     """``KEY-data`` (base64) or the file ``KEY`` names (relative to the kubeconfig)."""
     data = section.get(f"{key}-data")
     if data:
-        try:
-            return base64.b64decode(data, validate=True)
+        try:  # (Go's decoder skips line breaks, and kubeconfigs written by hand have them)
+            return base64.b64decode("".join(str(data).split()), validate=True)
         except ValueError:
             raise InputError("not base64", file=source, obj=obj, field=f"{key}-data") from None
     path = section.get(key)
@@ -69,19 +69,21 @@ def _tls(
     cluster: Mapping[str, Any], user: Mapping[str, Any], base: Path, source: str, names: tuple[str, str]
 ) -> ssl.SSLContext:
     cluster_obj, user_obj = f"cluster {names[0]}", f"user {names[1]}"
-    ctx = ssl.create_default_context()
-    if cluster.get("insecure-skip-tls-verify"):
+    insecure = bool(cluster.get("insecure-skip-tls-verify"))
+    ca = None if insecure else _bytes(cluster, "certificate-authority", base, source, cluster_obj)
+    # With the cluster's CA given, it alone is trusted (as kubectl does), not every public CA too.
+    ctx = ssl.create_default_context() if ca is None else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    if insecure:
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
-    else:
-        ca = _bytes(cluster, "certificate-authority", base, source, cluster_obj)
-        if ca is not None:
-            try:
-                ctx.load_verify_locations(cadata=ca.decode("ascii"))
-            except (ssl.SSLError, UnicodeDecodeError, ValueError):
-                raise InputError(
-                    "not a PEM certificate", file=source, obj=cluster_obj, field="certificate-authority-data"
-                ) from None
+    elif ca is not None:
+        try:
+            ctx.load_verify_locations(cadata=ca.decode("ascii"))
+        except (ssl.SSLError, UnicodeDecodeError, ValueError):
+            given = (
+                "certificate-authority-data" if cluster.get("certificate-authority-data") else "certificate-authority"
+            )
+            raise InputError("not a PEM certificate", file=source, obj=cluster_obj, field=given) from None
     cert = _bytes(user, "client-certificate", base, source, user_obj)
     key = _bytes(user, "client-key", base, source, user_obj)
     if (cert is None) != (key is None):
@@ -103,8 +105,9 @@ def _tls(
     return ctx
 
 
-def load_kubeconfig(path: Path | None = None, context: str | None = None) -> ApiServer:
-    """The API server of ``context`` (default: the current context) in ``path``."""
+def load_kubeconfig(path: Path | None = None, context: str | None = None, *, token: str | None = None) -> ApiServer:
+    """The API server of ``context`` (default: the current context) in ``path``; with
+    ``token``, that bearer token instead of the user's own credentials."""
     path = path or default_path()
     source = str(path)
     try:
@@ -121,7 +124,7 @@ def load_kubeconfig(path: Path | None = None, context: str | None = None) -> Api
     ctx = _named(doc.get("contexts"), "context", name, source)
     cluster_name, user_name = ctx.get("cluster", ""), ctx.get("user", "")
     cluster = _named(doc.get("clusters"), "cluster", cluster_name, source)
-    user = _named(doc.get("users"), "user", user_name, source) if user_name else {}
+    user = _named(doc.get("users"), "user", user_name, source) if user_name and not token else {}
     server = cluster.get("server")
     if not isinstance(server, str) or not server.startswith(("https://", "http://")):
         raise InputError("expected an http(s):// URL", file=source, obj=f"cluster {cluster_name}", field="server")
@@ -135,7 +138,7 @@ def load_kubeconfig(path: Path | None = None, context: str | None = None) -> Api
                 field=plugin,
             )
     headers: dict[str, str] = {}
-    token = user.get("token")
+    token = token or user.get("token")
     if not token and user.get("tokenFile"):
         try:
             token = (path.parent / user["tokenFile"]).read_text(encoding="utf-8").strip()

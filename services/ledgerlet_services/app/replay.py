@@ -18,13 +18,17 @@ import msgspec
 
 from ledgerlet_core.contracts import inputs as ev
 from ledgerlet_core.contracts.envelope import Envelope, event_id
-from ledgerlet_core.contracts.internal import RUN_COMPLETED
+from ledgerlet_core.contracts.internal import RUN_COMPLETED, RUN_FAILED
 from ledgerlet_core.contracts.registry import DECISION, INPUT, decode_data, encode_data
-from ledgerlet_core.kubelet.config import resolve_kubelet_config
+from ledgerlet_core.controllers.config import ControllerConfig
+from ledgerlet_core.kubelet.config import check_kubelet_settings, resolve_kubelet_config
+from ledgerlet_core.model.codec import convert
+from ledgerlet_core.model.duration import DurationError, parse_duration
 from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.postmortem.compare import DecisionDiff, Mismatch, decision_diff, verify
 from ledgerlet_core.postmortem.overrides import apply_overrides
-from ledgerlet_services.runtime.embedded import record_outcome, run_feed
+from ledgerlet_core.scheduling.config import SchedulerConfig, config_errors
+from ledgerlet_services.runtime.embedded import ServiceFailed, record_outcome, run_feed
 from ledgerlet_services.runtime.recorder import CollectingSink
 from ledgerlet_store.store import EventStore, RunState, UnknownRun, pick_run
 
@@ -200,7 +204,18 @@ async def whatif_run(
         assignments,
         file_config,
     )
-    resolve_kubelet_config(configs["kubeletConfig"], obj="what-if kubeletConfig")  # refuse a bad one up front
+    # refuse a bad configuration up front, as the scenario loader would: the loops would
+    # otherwise fail part way (a saved what-if left half-written)
+    check_kubelet_settings(configs["kubeletConfig"], obj="what-if", prefix="kubeletConfig")
+    resolve_kubelet_config(configs["kubeletConfig"], obj="what-if kubeletConfig")
+    scheduler = convert(configs["schedulerConfig"], SchedulerConfig, obj="what-if schedulerConfig")
+    for field_name, message in config_errors(scheduler):
+        raise InputError(message, obj="what-if", field=f"schedulerConfig.{field_name}")
+    controller = convert(configs["controllerConfig"], ControllerConfig, obj="what-if controllerConfig")
+    try:
+        parse_duration(controller.node_monitor_grace_period)
+    except DurationError as exc:
+        raise InputError(str(exc), obj="what-if", field="controllerConfig.nodeMonitorGracePeriod") from None
     started = msgspec.structs.replace(
         base,
         kubelet_config=configs["kubeletConfig"],
@@ -215,14 +230,18 @@ async def whatif_run(
         changed = [*assignments, *(["--config"] if file_config else [])]
         started = msgspec.structs.replace(started, source=f"what-if of run {recorded.run}: {', '.join(changed)}")
         feed = rekeyed(replay_feed(recorded, started), save_as)
-        await run_feed(
-            feed,
-            store,
-            run=save_as,
-            duration=started.duration,
-            progress=progress,
-            full_observations=recorded.full_observations,
-        )
+        try:
+            await run_feed(
+                feed,
+                store,
+                run=save_as,
+                duration=started.duration,
+                progress=progress,
+                full_observations=recorded.full_observations,
+            )
+        except ServiceFailed as exc:  # stored as failed, as a run's driver stores it
+            await record_outcome(store, save_as, started.duration, RUN_FAILED, str(exc))
+            raise
         await record_outcome(store, save_as, started.duration, RUN_COMPLETED)
         alt = [e.envelope for e in await store.read_run(save_as, kind=DECISION)]
     return WhatIfReport(recorded.run, decision_diff(rec, alt), configs, recorded.open_loop_nodes, rec, alt)

@@ -18,6 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 PROBLEM: Final = "application/problem+json"
+_METHODS: Final = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 PROBLEM_SCHEMA: Final = {
     "type": "object",
@@ -83,8 +84,9 @@ class ApiMetrics:
         began = time.perf_counter()
         response = await call_next(request)
         route = getattr(request.scope.get("route"), "path", None) or "unmatched"
-        self.requests.labels(request.method, route, str(response.status_code)).inc()
-        self.seconds.labels(request.method, route).observe(time.perf_counter() - began)
+        method = request.method if request.method in _METHODS else "other"  # (a client names it: bounded)
+        self.requests.labels(method, route, str(response.status_code)).inc()
+        self.seconds.labels(method, route).observe(time.perf_counter() - began)
         return response
 
     def answer(self) -> Response:

@@ -99,7 +99,13 @@ class Telemetry:
 
             reader = PrometheusMetricReader()
             host = env.get("OTEL_EXPORTER_PROMETHEUS_HOST", "localhost")
-            scrape = start_http_server(int(env.get("OTEL_EXPORTER_PROMETHEUS_PORT", "9464")), addr=host)
+            port = env.get("OTEL_EXPORTER_PROMETHEUS_PORT", "9464")
+            try:
+                scrape = start_http_server(int(port), addr=host)
+            except (OSError, ValueError) as exc:
+                raise ValueError(
+                    f"OTEL_EXPORTER_PROMETHEUS_PORT={port!r}: cannot serve /metrics there: {exc}"
+                ) from None
         built = cls.build(service, span_processor=span_processor, metric_reader=reader, ratio=ratio)
         built._scrape = scrape
         return built
