@@ -29,11 +29,13 @@ from alembic.config import Config
 from sqlalchemy import event as sa_event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from ledgerlet_core.contracts.batch import BATCH, BATCHABLE
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import INTERNAL_TYPES
-from ledgerlet_core.contracts.registry import DECISION, INTERNAL
+from ledgerlet_core.contracts.registry import DECISION, INPUT, INTERNAL
+from ledgerlet_store.batches import expanded, in_decision_order, member_rows, with_batches
 from ledgerlet_store.dsn import async_url, describe
-from ledgerlet_store.schema import events
+from ledgerlet_store.schema import batch_members, events
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 _PG_MIGRATION_LOCK = 7_420_117  # advisory lock id: one migrator at a time
@@ -241,6 +243,7 @@ class EventStore:
                 versions[sid] = v
                 rows.append(_row(e, sid, v))
             await conn.execute(events.insert(), rows)
+            await self._index_members(conn, [e for e in fresh if e.type == BATCH])
             return len(rows)
 
     async def _append_batch_copy(self, envelopes: Sequence[Envelope]) -> int:
@@ -292,6 +295,8 @@ class EventStore:
                 records.append((*row[:3], v, *row[3:], now))
             if records:
                 await raw.copy_records_to_table("events", records=records, columns=_COPY_COLUMNS)
+                stored = {r[0] for r in records}
+                await self._index_members(conn, [e for e in envelopes if e.type == BATCH and e.id in stored])
         # committed: remember where the streams are
         known.update(versions)
         while len(known) > _STREAM_VERSIONS_KEPT:
@@ -300,6 +305,21 @@ class EventStore:
 
     def _transaction(self) -> Any:
         return _Transaction(self)
+
+    async def _index_members(self, conn: AsyncConnection, batches: Sequence[Envelope]) -> None:
+        """List the members of batches just stored (``batch_members``), in the same transaction."""
+        if not batches:
+            return
+        positions = await self._existing(conn, [b.id for b in batches])
+        rows = member_rows([(b, positions[b.id]) for b in {b.id: b for b in batches}.values()])
+        if self.dialect == "postgresql":
+            raw: Any = (await conn.get_raw_connection()).driver_connection
+            columns = ("event_id", "run", "pod", "position")
+            await raw.copy_records_to_table(
+                "batch_members", records=[tuple(r[c] for c in columns) for r in rows], columns=columns
+            )
+        else:
+            await conn.execute(batch_members.insert(), rows)
 
     async def _existing(self, conn: AsyncConnection, ids: Sequence[str]) -> dict[str, int]:
         found: dict[str, int] = {}
@@ -353,7 +373,7 @@ class EventStore:
         limit: int | None = None,
     ) -> list[StoredEvent]:
         wanted = list(types)
-        q = sa.select(events).where(events.c.type.in_(wanted))
+        q = sa.select(events).where(events.c.type.in_(with_batches(wanted)))
         if not any(t in INTERNAL_TYPES for t in wanted):
             # lets the partial index on (run, type, t) serve it (internal events are not in it)
             q = q.where(events.c.kind != sa.literal(INTERNAL, literal_execute=True))
@@ -361,7 +381,11 @@ class EventStore:
             q = q.where(events.c.run == run)
         q = _window(q, t_from, t_to)
         q = q.order_by(events.c.t, events.c.order_key, events.c.position)
-        return await self._fetch(q.limit(limit) if limit else q)
+        rows = await self._fetch(q.limit(limit) if limit else q)
+        if not BATCHABLE.intersection(wanted):
+            return rows
+        found = in_decision_order(expanded(rows, lambda e: e.type in wanted))
+        return found[:limit] if limit else found
 
     async def read_run(self, run: str, *, kind: str | None = None) -> list[StoredEvent]:
         """A run's events in decision order (virtual time, then causal order)."""
@@ -369,10 +393,13 @@ class EventStore:
         if kind is not None:
             # a literal, so SQLite can see that the partial decisions index applies
             q = q.where(events.c.kind == sa.literal(kind, literal_execute=True))
-        return await self._fetch(q.order_by(events.c.t, events.c.order_key))
+        rows = await self._fetch(q.order_by(events.c.t, events.c.order_key))
+        return rows if kind not in (None, INPUT) else in_decision_order(expanded(rows))
 
-    async def iter_run(self, run: str, *, batch: int = 5000) -> AsyncIterator[StoredEvent]:
-        """Stream a run's events by position, in batches (for replay over big stores)."""
+    async def iter_run(self, run: str, *, batch: int = 5000, members: bool = True) -> AsyncIterator[StoredEvent]:
+        """Stream a run's events by position, in batches (for replay over big stores).
+        ``members=False`` hands out stored input batches whole (for a reader that feeds
+        them to the loops, which read their members themselves)."""
         last = 0
         while True:
             q = (
@@ -384,7 +411,7 @@ class EventStore:
             rows = await self._fetch(q)
             if not rows:
                 return
-            for r in rows:
+            for r in expanded(rows) if members else rows:
                 yield r
             last = rows[-1].position
 
@@ -395,6 +422,11 @@ class EventStore:
         for i in range(0, len(wanted), 500):
             q = sa.select(events).where(events.c.event_id.in_(wanted[i : i + 500]))
             out.extend(await self._fetch(q))
+        missing = set(wanted) - {e.envelope.id for e in out}
+        if missing:  # members of stored batches
+            positions = sa.select(batch_members.c.position).where(batch_members.c.event_id.in_(sorted(missing)))
+            batches = await self._fetch(sa.select(events).where(events.c.position.in_(positions)))
+            out.extend(expanded(batches, lambda e: e.id in missing))
         return sorted(out, key=lambda e: e.position)
 
     async def list_decisions(
@@ -431,21 +463,23 @@ class EventStore:
     async def read_pod(self, run: str, pod: str) -> list[StoredEvent]:
         """Everything recorded about one pod (``namespace/name``), in decision order."""
         q = sa.select(events).where(events.c.run == run, events.c.pod == pod)
-        return await self._fetch(q.order_by(events.c.t, events.c.order_key))
+        rows = await self._fetch(q.order_by(events.c.t, events.c.order_key))
+        positions = sa.select(batch_members.c.position).where(batch_members.c.run == run, batch_members.c.pod == pod)
+        batches = await self._fetch(sa.select(events).where(events.c.position.in_(positions)))
+        if not batches:
+            return rows
+        return in_decision_order([*rows, *expanded(batches, lambda e: e.pod == pod)])
 
     async def pods_named(self, run: str, name: str) -> list[str]:
         """The pods (``namespace/name``) of ``run`` called ``name``, in any namespace: what a
         bare pod name may mean."""
         escaped = name.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-        q = (
-            sa.select(events.c.pod)
-            .where(events.c.run == run, events.c.pod.like(f"%/{escaped}", escape="\\"))
-            .distinct()
-            .order_by(events.c.pod)
-        )
+        found: set[str] = set()
         async with self.engine.connect() as conn:
-            found = [row[0] for row in await conn.execute(q)]
-        return [p for p in found if p.rsplit("/", 1)[-1] == name]  # (SQLite's LIKE ignores case)
+            for table in (events, batch_members):
+                q = sa.select(table.c.pod).where(table.c.run == run, table.c.pod.like(f"%/{escaped}", escape="\\"))
+                found.update(row[0] for row in await conn.execute(q.distinct()))
+        return sorted(p for p in found if p.rsplit("/", 1)[-1] == name)  # (SQLite's LIKE ignores case)
 
     async def read_node(
         self,
@@ -464,10 +498,16 @@ class EventStore:
             events.c.kind != sa.literal(INTERNAL, literal_execute=True),
         )
         if types:
-            q = q.where(events.c.type.in_(list(types)))
+            q = q.where(events.c.type.in_(with_batches(types)))
         q = _window(q, t_from, t_to)
         q = q.order_by(events.c.t, events.c.order_key)
-        return await self._fetch(q.limit(limit) if limit else q)
+        rows = await self._fetch(q.limit(limit) if limit else q)
+        if not any(r.envelope.type == BATCH for r in rows):
+            return rows
+        # a batch's members stand where they would alone; no other event of the node falls
+        # between two of them, so the first ``limit`` of the expanded rows are the node's first
+        found = in_decision_order(expanded(rows, lambda e: e.node == node and (not types or e.type in types)))
+        return found[:limit] if limit else found
 
     async def read_stream_window(
         self, run: str, stream: str, *, types: Sequence[str] = (), t_from: int | None = None, t_to: int | None = None

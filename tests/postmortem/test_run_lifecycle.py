@@ -32,7 +32,7 @@ async def _cut_off_copy(tmp_path: Path, dsn: str) -> list[tuple[str, bytes]]:
     scratch = f"sqlite:///{tmp_path / 'scratch.db'}"
     await record(scratch, run=CUT)
     async with await EventStore.open(scratch) as s:
-        stored = [e async for e in s.iter_run(CUT)]
+        stored = [e async for e in s.iter_run(CUT, members=False)]  # as the recorder stored them
     stored.sort(key=lambda e: e.position)  # the order the recorder stored them in
     whole = sorted((e.envelope.id, bytes(e.envelope.data)) for e in stored if e.envelope.kind == DECISION)
     prefix = [e.envelope for e in stored if e.envelope.type != "RunEnded"][: len(stored) // 2]

@@ -170,3 +170,68 @@ async def test_decision_queries_use_their_partial_indexes(store: EventStore) -> 
             )
         )
     assert "ix_events_decisions" in plan
+
+
+def _inputs(run: str = "run-b") -> list[Envelope]:
+    """A node object, two bound pods and their usage, a pending pod: as the feed makes them."""
+    from ledgerlet_core.contracts import inputs as inp
+
+    def applied(i: int, obj: dict[str, object], node: str | None, pod: str | None) -> Envelope:
+        stream = f"pod/{pod}" if pod else f"node/{node}"
+        return make_envelope(
+            inp.ObjectApplied(object=obj, initial=True), run=run, t=0, order=[0, i], stream=stream, node=node, pod=pod
+        )
+
+    def pod(name: str, node: str | None) -> dict[str, object]:
+        return {"kind": "Pod", "metadata": {"name": name, "namespace": "ns"}, "spec": {"nodeName": node}}
+
+    return [
+        applied(1, {"kind": "Node", "metadata": {"name": "n1"}}, "n1", None),
+        applied(2, pod("web-1", "n1"), "n1", "ns/web-1"),
+        applied(3, pod("web-2", "n1"), "n1", "ns/web-2"),
+        applied(4, pod("lone", None), None, "ns/lone"),
+        *(
+            make_envelope(
+                inp.UsageDeclared(key=f"ns/{p}", usage={"memory": "1Mi"}),
+                run=run,
+                t=0,
+                order=[0, i],
+                stream=f"usage/ns/{p}",
+            )
+            for i, p in ((5, "web-1"), (6, "web-2"))
+        ),
+    ]
+
+
+async def test_input_batches_are_stored_as_one_row_and_read_as_their_members(store: EventStore) -> None:
+    from ledgerlet_core.contracts.batch import BATCH, batch_inputs
+
+    singles = _inputs()
+    bound = {"ns/web-1": "n1", "ns/web-2": "n1"}
+    fed = batch_inputs(singles, lambda e: e.node if e.pod in bound else bound.get(e.stream.removeprefix("usage/")))
+    assert [e.type for e in fed] == ["ObjectApplied", BATCH, "ObjectApplied", BATCH]
+    assert await store.append_batch(fed) == 4
+    assert await store.append_batch(fed) == 0  # idempotent, members too
+    assert await store.count("run-b") == 4  # rows: the batches are one each
+
+    by_id = {e.id: e for e in singles}
+    run = [s.envelope for s in await store.read_run("run-b")]
+    assert run == sorted(singles, key=Envelope.sort_key)  # exactly the single inputs, in order
+    assert [s.envelope for s in await store.read_run("run-b", kind="input")] == run
+    assert sorted(s.envelope.id for s in [e async for e in store.iter_run("run-b")]) == sorted(by_id)
+    assert [s.envelope.type for s in [e async for e in store.iter_run("run-b", members=False)]].count(BATCH) == 2
+
+    assert [s.envelope.id for s in await store.read_pod("run-b", "ns/web-2")] == [singles[2].id]
+    assert [s.envelope.id for s in await store.read_pod("run-b", "ns/lone")] == [singles[3].id]
+    assert await store.pods_named("run-b", "web-1") == ["ns/web-1"]
+    node = await store.read_node("run-b", "n1")
+    assert [s.envelope.id for s in node] == [singles[0].id, singles[1].id, singles[2].id]
+    assert [s.envelope.id for s in await store.read_node("run-b", "n1", types=["ObjectApplied"], limit=2)] == [
+        singles[0].id,
+        singles[1].id,
+    ]
+    usage = await store.read_by_type(["UsageDeclared"], run="run-b")
+    assert [s.envelope.id for s in usage] == [singles[4].id, singles[5].id]
+    cited = await store.get_events([singles[5].id, singles[3].id, "no-such-id"])
+    assert sorted(s.envelope.id for s in cited) == sorted([singles[5].id, singles[3].id])
+    assert {bytes(s.envelope.data) for s in cited} == {bytes(singles[5].data), bytes(singles[3].data)}

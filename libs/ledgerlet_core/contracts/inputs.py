@@ -89,6 +89,30 @@ class NodeUntainted(_Data, kw_only=True):
     effect: str = ""
 
 
+class BatchMember(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
+    """One input event inside an :class:`InputBatch`: everything its envelope would hold
+    but what the batch holds for all of them (run, time, kind)."""
+
+    id: str
+    #: its place among the instant's inputs: its order is ``[INPUTS, index]``
+    index: int
+    type: str
+    stream: str
+    node: str | None = None
+    pod: str | None = None
+    data: msgspec.Raw
+
+
+class InputBatch(_Data, kw_only=True):
+    """Inputs of one instant that concern one node, carried as one event: a fleet's bound
+    pods and their usage entries (hundreds of thousands of them) travel and are stored a
+    node at a time. Each member is the input it stands for, with its own id and place, and
+    every reader sees the members, never the batch (:mod:`ledgerlet_core.contracts.batch`),
+    so what loops decide and what the store answers is what single inputs would give."""
+
+    members: list[BatchMember]
+
+
 INPUT_TYPES: dict[str, type[_Data]] = {
     "ScenarioStarted": ScenarioStarted,
     "ScenarioEnded": ScenarioEnded,
@@ -101,4 +125,5 @@ INPUT_TYPES: dict[str, type[_Data]] = {
     "NodePoweredOn": NodePoweredOn,
     "NodeTainted": NodeTainted,
     "NodeUntainted": NodeUntainted,
+    "InputBatch": InputBatch,
 }

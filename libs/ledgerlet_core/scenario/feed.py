@@ -3,6 +3,9 @@
 Inputs at one instant keep the file's order: ScenarioStarted, the ``objects`` list,
 the ``usage`` entries, then the ``events`` at that time. Their order key is
 ``[0, index]`` with the index counting over the whole feed.
+
+The pods bound in ``objects`` and their ``usage`` entries travel a node at a time
+(:mod:`ledgerlet_core.contracts.batch`): a fleet's starting state is mostly them.
 """
 
 from __future__ import annotations
@@ -11,9 +14,11 @@ import msgspec
 
 from ledgerlet_core.contracts import inputs as ev
 from ledgerlet_core.contracts import order
+from ledgerlet_core.contracts.batch import batch_inputs
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.registry import make_envelope, node_stream, pod_stream
 from ledgerlet_core.model.codec import object_builtins
+from ledgerlet_core.model.k8s.objects import Pod
 from ledgerlet_core.scenario.load import Scenario
 
 
@@ -57,6 +62,16 @@ def scenario_feed(scenario: Scenario, run: str) -> list[Envelope]:
         items.append((0, ev.UsageDeclared(key=key, usage=raw)))
     for e in scenario.events:
         items.append((e.at, e.data))
+    bound = {o.key: o.spec.node_name for o in scenario.objects if isinstance(o, Pod) and o.spec.node_name}
+
+    def node_of(env: Envelope) -> str | None:
+        """The node of a bound pod's input (its object, its own usage entry); None for the rest."""
+        if env.type == "ObjectApplied":
+            return env.node if env.pod is not None and env.t == 0 else None
+        if env.type == "UsageDeclared" and env.t == 0:
+            return bound.get(env.stream.removeprefix("usage/"))
+        return None
+
     out: list[Envelope] = []
     for index, (t, data) in enumerate(items):
         stream, node, pod = _routing(data)
@@ -71,4 +86,4 @@ def scenario_feed(scenario: Scenario, run: str) -> list[Envelope]:
                 pod=pod,
             )
         )
-    return out
+    return batch_inputs(out, node_of)

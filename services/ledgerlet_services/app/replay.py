@@ -16,7 +16,9 @@ from typing import Any
 
 import msgspec
 
+from ledgerlet_core.contracts import batch
 from ledgerlet_core.contracts import inputs as ev
+from ledgerlet_core.contracts.batch import BATCH
 from ledgerlet_core.contracts.envelope import Envelope, event_id
 from ledgerlet_core.contracts.internal import RUN_COMPLETED, RUN_FAILED
 from ledgerlet_core.contracts.registry import DECISION, INPUT, decode_data, encode_data
@@ -95,7 +97,7 @@ async def read_recorded(store: EventStore, run: str, *, batch: int = 20_000) -> 
     inputs: list[Envelope] = []
     others: list[Envelope] = []
     ended: list[Envelope] = []
-    async for stored in store.iter_run(run, batch=batch):
+    async for stored in store.iter_run(run, batch=batch, members=False):
         env = stored.envelope
         (ended if env.type == "RunEnded" else inputs if env.kind == INPUT else others).append(env)
     started = next((e for e in inputs if e.type == "ScenarioStarted"), None)
@@ -117,9 +119,15 @@ def replay_feed(recorded: RecordedRun, started: ev.ScenarioStarted | None = None
 
 def rekeyed(feed: list[Envelope], run: str) -> list[Envelope]:
     """The inputs as another run's: ids are derived from the run id (event_id), so a
-    what-if stored beside its recorded run shares no id with it."""
+    what-if stored beside its recorded run shares no id with it (a batch's members too)."""
     ids = {e.id: event_id(run, e.t, e.order, e.type) for e in feed}
-    return [msgspec.structs.replace(e, run=run, id=ids[e.id], causes=[ids.get(c, c) for c in e.causes]) for e in feed]
+
+    def moved(e: Envelope) -> Envelope:
+        if e.type == BATCH:
+            return batch.rekey(e, run, lambda m: event_id(run, m.t, m.order, m.type))
+        return msgspec.structs.replace(e, run=run, id=ids[e.id], causes=[ids.get(c, c) for c in e.causes])
+
+    return [moved(e) for e in feed]
 
 
 async def rederive(

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from ledgerlet_bus.api import Bus, BusUnavailable, CommitRejected, Consumer, Producer, Record, TopicPartition
 from ledgerlet_bus.retry import with_backoff
+from ledgerlet_core.contracts.batch import BATCH, expand
 from ledgerlet_core.contracts.envelope import Envelope, decode_envelope, encode_envelope
 from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_services.loops.base import Loop
@@ -65,6 +66,7 @@ class ServiceRunner:
         """``envelopes``: decoding shared with the other runners of an embedded run."""
         self.bus = bus
         self._decode = envelopes.decode if envelopes is not None else decode_envelope
+        self._expand = envelopes.expand if envelopes is not None else expand
         self.kind = service
         self.name = service.name
         self.rank = service.rank
@@ -144,8 +146,8 @@ class ServiceRunner:
             return 0
         envelopes: dict[str, Envelope] = {}
         for rec in history:
-            env = decode_envelope(rec.value)
-            envelopes.setdefault(env.id, env)
+            for env in expand(decode_envelope(rec.value)):
+                envelopes.setdefault(env.id, env)
         ended = {e.run for e in envelopes.values() if e.type == "ScenarioEnded"}
         live = sorted((e for e in envelopes.values() if e.run not in ended), key=Envelope.sort_key)
         for env in live:
@@ -177,7 +179,10 @@ class ServiceRunner:
             if self._seen.seen(env.id) or env.run in self._ended:
                 self.stats.duplicates += 1
                 continue
-            fresh.append(_Held(env.sort_key(), env, rec))
+            if env.type == BATCH:  # its members, each where it would stand alone
+                fresh.extend(_Held(m.sort_key(), m, rec) for m in self._expand(env))
+            else:
+                fresh.append(_Held(env.sort_key(), env, rec))
         self.telemetry.events_in(self.name, len(records))
         if not fresh and not self._held:
             return
@@ -309,6 +314,7 @@ class SharedEnvelopes:
     def __init__(self, kept: int = 16_384) -> None:
         self._kept = kept
         self._envelopes: OrderedDict[bytes, Envelope] = OrderedDict()
+        self._members: OrderedDict[str, list[Envelope]] = OrderedDict()
 
     def decode(self, value: bytes) -> Envelope:
         env = self._envelopes.get(value)
@@ -317,6 +323,15 @@ class SharedEnvelopes:
             if len(self._envelopes) > self._kept:
                 self._envelopes.popitem(last=False)
         return env
+
+    def expand(self, batch: Envelope) -> list[Envelope]:
+        """A batch's members (:func:`~ledgerlet_core.contracts.batch.expand`), once."""
+        members = self._members.get(batch.id)
+        if members is None:
+            members = self._members[batch.id] = expand(batch)
+            if len(self._members) > self._kept // 16:
+                self._members.popitem(last=False)
+        return members
 
 
 def root_of(env: Envelope) -> SortKey | None:

@@ -1,0 +1,139 @@
+"""Inputs carried a node at a time (:class:`~ledgerlet_core.contracts.inputs.InputBatch`).
+
+A fleet's starting state is hundreds of thousands of inputs at time 0: every bound pod
+and its usage entry. One event each made every loop, the bus and the store pay a
+per-event price for each; batched, they pay it once per node. Batching is invisible to
+what is decided: a batch's members are exactly the envelopes the single inputs had (id,
+place, stream, node, pod, data), and whoever reads a batch reads its members
+(:func:`expand`) in the place each would have had.
+
+Only runs of consecutive inputs are batched, so no other input ever falls between two
+members of a batch; members of one batch share a node, and a batch stands at the place
+of its first member.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Final
+
+import msgspec
+
+from ledgerlet_core.contracts import order
+from ledgerlet_core.contracts.envelope import Envelope, event_id
+from ledgerlet_core.contracts.inputs import BatchMember, InputBatch
+
+#: the batch's event type
+BATCH: Final = "InputBatch"
+
+#: the input types a batch may carry (readers of these look in batches too)
+BATCHABLE: Final = frozenset({"ObjectApplied", "UsageDeclared"})
+
+#: members per batch at most (a record stays well below a Kafka broker's 1 MB message limit)
+MAX_MEMBERS: Final = 256
+
+_MEMBERS: Final = msgspec.json.Decoder(InputBatch)
+_ENCODER: Final = msgspec.json.Encoder()
+
+
+def members_of(env: Envelope) -> list[BatchMember]:
+    return _MEMBERS.decode(env.data).members
+
+
+def expand(env: Envelope) -> list[Envelope]:
+    """The inputs a batch carries, as their own envelopes (a non-batch: itself)."""
+    if env.type != BATCH:
+        return [env]
+    return [
+        Envelope(
+            id=m.id,
+            type=m.type,
+            data=m.data,
+            run=env.run,
+            t=env.t,
+            order=[order.INPUTS, m.index],
+            stream=m.stream,
+            kind=env.kind,
+            node=m.node,
+            pod=m.pod,
+        )
+        for m in members_of(env)
+    ]
+
+
+def expand_all(envelopes: Iterable[Envelope]) -> Iterator[Envelope]:
+    for env in envelopes:
+        if env.type == BATCH:
+            yield from expand(env)
+        else:
+            yield env
+
+
+def batch_inputs(inputs: Sequence[Envelope], node_of: Callable[[Envelope], str | None]) -> list[Envelope]:
+    """``inputs`` (in feed order) with each run of consecutive batchable inputs of one
+    instant carried as batches: one per node (``node_of``; None: not batchable), in the
+    order of their first members, of at most :data:`MAX_MEMBERS` each."""
+    out: list[Envelope] = []
+    run: list[tuple[str, Envelope]] = []
+
+    def flush() -> None:
+        by_node: dict[str, list[Envelope]] = {}
+        for node, env in run:
+            by_node.setdefault(node, []).append(env)
+        batches = [
+            _batch(node, group[i : i + MAX_MEMBERS])
+            for node, group in by_node.items()
+            for i in range(0, len(group), MAX_MEMBERS)
+        ]
+        out.extend(sorted(batches, key=Envelope.sort_key))
+        run.clear()
+
+    for env in inputs:
+        node = node_of(env)
+        if run and (node is None or env.t != run[-1][1].t):
+            flush()
+        if node is None:
+            out.append(env)
+        else:
+            run.append((node, env))
+    if run:
+        flush()
+    return out
+
+
+def _batch(node: str, members: list[Envelope]) -> Envelope:
+    if len(members) == 1:
+        return members[0]
+    wrong = {m.type for m in members} - BATCHABLE
+    if wrong:
+        raise ValueError(f"inputs of type {sorted(wrong)} are never batched")
+    first = members[0]
+    batch = InputBatch(
+        members=[
+            BatchMember(id=m.id, index=m.order[1], type=m.type, stream=m.stream, node=m.node, pod=m.pod, data=m.data)
+            for m in members
+        ]
+    )
+    return Envelope(
+        id=event_id(first.run, first.t, first.order, BATCH),
+        type=BATCH,
+        data=msgspec.Raw(_ENCODER.encode(batch)),
+        run=first.run,
+        t=first.t,
+        order=list(first.order),
+        stream=f"batch/{node}",
+        kind=first.kind,
+        node=node,
+    )
+
+
+def rekey(env: Envelope, run: str, new_id: Callable[[Envelope], str]) -> Envelope:
+    """A batch as another run's: its members' ids given by ``new_id`` (of each member's
+    envelope), the batch's own derived from ``run``."""
+    members = [msgspec.structs.replace(m, id=new_id(e)) for m, e in zip(members_of(env), expand(env), strict=True)]
+    return msgspec.structs.replace(
+        env,
+        run=run,
+        id=event_id(run, env.t, env.order, BATCH),
+        data=msgspec.Raw(_ENCODER.encode(InputBatch(members=members))),
+    )

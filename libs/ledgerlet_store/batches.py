@@ -1,0 +1,53 @@
+"""Stored input batches, read as the inputs they carry.
+
+An ``InputBatch`` is stored as one row (a node's starting pods: one write instead of
+hundreds), and its members are listed in ``batch_members`` (id, pod, the row). Every
+read of the store hands out members, never the batch: a member is a
+:class:`~ledgerlet_store.store.StoredEvent` of its own, at the batch's position, so a
+reader sees exactly the events single inputs would have stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ledgerlet_core.contracts.batch import BATCH, BATCHABLE, expand, members_of
+from ledgerlet_core.contracts.envelope import Envelope
+
+if TYPE_CHECKING:
+    from ledgerlet_store.store import StoredEvent
+
+MemberFilter = Callable[[Envelope], bool]
+
+
+def with_batches(types: Iterable[str]) -> list[str]:
+    """The stored types to read for ``types``: batches too where a member may be one."""
+    wanted = list(types)
+    return [*wanted, BATCH] if BATCHABLE.intersection(wanted) else wanted
+
+
+def expanded(rows: Iterable[StoredEvent], keep: MemberFilter | None = None) -> list[StoredEvent]:
+    """``rows`` with each batch replaced by its members (those ``keep`` accepts)."""
+    out: list[StoredEvent] = []
+    for row in rows:
+        if row.envelope.type != BATCH:
+            out.append(row)
+            continue
+        out.extend(replace(row, envelope=m) for m in expand(row.envelope) if keep is None or keep(m))
+    return out
+
+
+def in_decision_order(rows: list[StoredEvent]) -> list[StoredEvent]:
+    """Sorted by (virtual time, causal order), as the store's own order (stable)."""
+    return sorted(rows, key=lambda r: (r.envelope.t, r.envelope.order))
+
+
+def member_rows(batches: Sequence[tuple[Envelope, int]]) -> list[dict[str, Any]]:
+    """``batch_members`` rows for stored batches and their positions."""
+    return [
+        {"event_id": m.id, "run": env.run, "pod": m.pod, "position": position}
+        for env, position in batches
+        for m in members_of(env)
+    ]
