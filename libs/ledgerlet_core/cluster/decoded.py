@@ -17,12 +17,14 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
+
+import msgspec
 
 from ledgerlet_core.apiserver.admission import apply_admitted
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.kubelet.config import KUBELET_CONFIG_ANNOTATION, KubeletConfig, config_for_node
-from ledgerlet_core.model.codec import convert
+from ledgerlet_core.model.codec import convert, dec_hook
 from ledgerlet_core.model.k8s.objects import Pod
 
 T = TypeVar("T")
@@ -39,17 +41,29 @@ class Decoded:
     def __init__(self, capacity: int = CAPACITY) -> None:
         self._capacity = capacity
         self._objects: OrderedDict[tuple[str, object], Any] = OrderedDict()
+        self._seeded: dict[tuple[str, object], Any] = {}
         self._configs: dict[tuple[str, str], KubeletConfig] = {}
 
-    def object(self, event_id: str, raw: Mapping[str, Any], model: type[T]) -> T:
-        """``raw`` (the object event ``event_id`` carries) as ``model``."""
+    def object(self, event_id: str, raw: Mapping[str, Any] | msgspec.Raw, model: type[T]) -> T:
+        """``raw`` (the object event ``event_id`` carries, as JSON or as plain data) as ``model``."""
         key = (event_id, model)
+        found = self._seeded.get(key)
+        if found is not None:
+            return cast(T, found)
         found = self._objects.get(key)
         if found is None:
-            found = self._objects[key] = convert(raw, model)
+            found = self._objects[key] = _typed(raw, model)
             if len(self._objects) > self._capacity:
                 self._objects.popitem(last=False)
-        return found
+        return cast(T, found)
+
+    def seed(self, objects: Mapping[str, Any]) -> None:
+        """Objects already built, by the id of the event that carries each: what the
+        scenario loader made of its ``objects`` serves every loop of the process as it is
+        (the same value the loops would decode from the event, one copy instead of two).
+        Kept for the run: every loop meets each of them once, at the start."""
+        for event_id, obj in objects.items():
+            self._seeded[(event_id, type(obj))] = obj
 
     def admitted(self, event_id: str, raw: Pod, data: dec.PodAdmitted) -> Pod:
         """``raw`` as the admission ``event_id`` (a ``PodAdmitted``) left it: the same raw
@@ -70,6 +84,21 @@ class Decoded:
         if found is None:
             found = self._configs[key] = config_for_node(base, annotations)
         return found
+
+
+#: a typed JSON decoder per model
+_DECODERS: dict[type, msgspec.json.Decoder[Any]] = {}
+
+
+def _typed(raw: Mapping[str, Any] | msgspec.Raw, model: type[T]) -> T:
+    """JSON straight into the model (no dicts on the way), or plain data converted: the
+    same value either way (msgspec's lax conversion, Quantity by :func:`dec_hook`)."""
+    if isinstance(raw, msgspec.Raw):
+        decoder = _DECODERS.get(model)
+        if decoder is None:
+            decoder = _DECODERS[model] = msgspec.json.Decoder(model, dec_hook=dec_hook, strict=False)
+        return cast(T, decoder.decode(raw))
+    return convert(raw, model)
 
 
 class SharedDecoding:

@@ -20,7 +20,7 @@ so a handler of ``PodTerminated`` can still read the pod it ends.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -62,6 +62,19 @@ FOLDED_TYPES = frozenset(
         "NodeUntainted",
     }
 )
+
+
+#: how the view reads the types it folds where not by their registered model (a loop's
+#: handler of one of these is given the same)
+FOLD_DECODERS: dict[str, Callable[[bytes], Any]] = {"ObjectApplied": inp.decode_lazy_applied}
+
+
+def folds_event(env: Envelope) -> bool:
+    """Whether the view folds ``env``: one of :data:`FOLDED_TYPES`, and for usage only a
+    node's entry (a pod's or a workload's is the stats collector's business alone)."""
+    if env.type == "UsageDeclared":
+        return env.node is not None
+    return env.type in FOLDED_TYPES
 
 
 @dataclass(slots=True)
@@ -129,7 +142,7 @@ class ClusterView:
     # -- the fold ------------------------------------------------------------------------
     def arrive(self, env: Envelope, data: Any) -> None:
         """What ``env`` adds or changes, folded in before the loop's handler runs."""
-        if isinstance(data, inp.ObjectApplied):
+        if isinstance(data, inp.LazyObjectApplied):
             self._applied(env.id, data)
         elif isinstance(data, ObjectCreated):
             if data.object.get("kind") == "Pod":
@@ -194,8 +207,8 @@ class ClusterView:
         return out
 
     # -- folding -------------------------------------------------------------------------
-    def _applied(self, event_id: str, data: inp.ObjectApplied) -> None:
-        kind = data.object.get("kind")
+    def _applied(self, event_id: str, data: inp.LazyObjectApplied) -> None:
+        kind = data.kind
         if kind == "Node":
             node = self.decoded.object(event_id, data.object, Node)
             name = node.metadata.name
@@ -218,14 +231,14 @@ class ClusterView:
             else:
                 self.submitted[pod.key] = pod
         elif kind == "PersistentVolume":
-            pv = convert(data.object, PersistentVolume)
+            pv = convert(data.as_dict(), PersistentVolume)
             if pv.spec.csi is not None:
                 self.attachable.add(pv.metadata.name)
             ref = pv.spec.claim_ref or {}
             if ref.get("name"):
                 self.claims.setdefault(f"{ref.get('namespace') or 'default'}/{ref['name']}", pv.metadata.name)
         elif kind == "PersistentVolumeClaim":
-            pvc = convert(data.object, PersistentVolumeClaim)
+            pvc = convert(data.as_dict(), PersistentVolumeClaim)
             if pvc.spec.volume_name:
                 self.claims[f"{pvc.metadata.namespace or 'default'}/{pvc.metadata.name}"] = pvc.spec.volume_name
 

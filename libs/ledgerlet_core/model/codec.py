@@ -7,7 +7,7 @@ msgspec does the structural work; this module teaches it ``Quantity`` and turns 
 from __future__ import annotations
 
 import re
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 import msgspec
 
@@ -19,9 +19,19 @@ T = TypeVar("T")
 _PATH_RE = re.compile(r"^(?P<msg>.*?)(?: - at `(?P<path>[^`]*)`)?$", re.S)
 
 
+#: quantities parsed so far, by their text (Quantity is immutable, so one object serves
+#: every pod that asks for "64Mi": a fleet writes the same few quantities a million times)
+_PARSED: dict[str, Quantity] = {}
+_PARSED_KEPT: Final = 16_384
+
+
 def quantity_from(obj: object) -> Quantity:
     """A quantity as Kubernetes accepts it in JSON/YAML: a string, or a bare number."""
-    if isinstance(obj, Quantity):
+    if isinstance(obj, str):
+        found = _PARSED.get(obj)
+        if found is not None:
+            return found
+    elif isinstance(obj, Quantity):
         return obj
     if isinstance(obj, bool) or not isinstance(obj, (str, int, float)):
         raise TypeError(f'expected a quantity such as "100Mi", got {type(obj).__name__}')
@@ -31,6 +41,10 @@ def quantity_from(obj: object) -> Quantity:
         # upstream parses such a value (an inf.Dec) but its Value() cannot hold it, and
         # nothing a run does with it could be right: refused where it enters
         raise QuantityError(f"quantity is larger than {MAX_INT64:,}, the most an int64 holds")
+    if isinstance(obj, str):
+        if len(_PARSED) >= _PARSED_KEPT:
+            _PARSED.clear()
+        _PARSED[obj] = q
     return q
 
 

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+import msgspec
+
 from ledgerlet_core.model.codec import quantity_from
 from ledgerlet_core.model.duration import DurationError, seconds
 from ledgerlet_core.model.errors import InputError
@@ -220,7 +222,29 @@ def parse_node_usage(raw: Any, where: str) -> NodeUsage:
     )
 
 
+#: pod usage entries parsed so far, by their JSON: a fleet's pods mostly repeat a few
+#: (PodUsage and its series are immutable, so one object serves them all)
+_POD_USAGE: dict[bytes, PodUsage] = {}
+_POD_USAGE_KEPT: Final = 4096
+_KEY: Final = msgspec.json.Encoder()
+
+
 def parse_pod_usage(raw: Any, where: str) -> PodUsage:
+    """A pod's usage entry (``where`` names it in errors)."""
+    try:
+        key = _KEY.encode(raw)
+    except (TypeError, msgspec.EncodeError):  # not plain data: _parse_pod_usage says why
+        return _parse_pod_usage(raw, where)
+    found = _POD_USAGE.get(key)
+    if found is None:
+        found = _parse_pod_usage(raw, where)
+        if len(_POD_USAGE) >= _POD_USAGE_KEPT:
+            _POD_USAGE.clear()
+        _POD_USAGE[key] = found
+    return found
+
+
+def _parse_pod_usage(raw: Any, where: str) -> PodUsage:
     data = _mapping(raw, where)
     _check_keys(data, _POD_FIELDS, where)
 

@@ -68,6 +68,8 @@ class _Node:
     memcg_passes: set[int] = field(default_factory=set)
     pods: dict[str, Pod] = field(default_factory=dict)  # running, in admission order
     plans: dict[str, PodPlan] = field(default_factory=dict)  # what feeds each running pod's stats
+    #: running pods whose plan and kernel view are not worked out yet (see Machines._fresh)
+    stale: set[str] = field(default_factory=set)
     images_running: dict[str, int] = field(default_factory=dict)  # image -> running containers using it
     off: bool = False  # powered off or shut down: nothing observes it
 
@@ -118,8 +120,7 @@ class Machines:
         if node is None:
             return
         node.pods[pod.key] = pod
-        node.plans[pod.key] = plan_pod(pod, self._usage_for(pod))
-        self._track(node, pod.key)
+        node.stale.add(pod.key)
         for image in pod_images(pod):
             node.images_running[image] = node.images_running.get(image, 0) + 1
         self.pod_node[pod.key] = node.node.metadata.name
@@ -144,8 +145,7 @@ class Machines:
             node.memory = NodeMemory(
                 node.capacity.memory, node.usage.system.get("memory", ZERO), self._pods_memory_limit(node)
             )
-            for pod_key in node.pods:
-                self._track(node, pod_key)
+            node.stale.update(node.pods)  # the kernel's view of each, anew
             self._refresh_layout(node)
             node.next_pass = next_multiple(env.t, node.config.housekeeping_interval)
             self.timers.want(node.next_pass, PHASE_HOUSEKEEPING, out)
@@ -168,9 +168,19 @@ class Machines:
                 and any(r.kind == kind and r.name == name for r in p.metadata.owner_references)
             ]
         for node_name, pod_key in targets:
-            node = self.nodes[node_name]
-            node.plans[pod_key] = plan_pod(node.pods[pod_key], self._usage_for(node.pods[pod_key]))
-            self._track(node, pod_key)
+            self.nodes[node_name].stale.add(pod_key)
+
+    def _fresh(self, node: _Node) -> None:
+        """Work out the plans and kernel views of the pods placed or re-planned since
+        last asked (a fleet's pods are placed, then given their usage: planned once,
+        not twice), in the order the pods run in, before anything reads them."""
+        if not node.stale:
+            return
+        stale, node.stale = node.stale, set()
+        for key, pod in node.pods.items():
+            if key in stale:
+                node.plans[key] = plan_pod(pod, self._usage_for(pod))
+                self._track(node, key)
 
     def stats_reported(self, env: Envelope, data: inp.StatsReported, out: Emitter) -> None:
         node = self.nodes.get(data.node)
@@ -188,6 +198,7 @@ class Machines:
         pod = node.pods.get(env.pod) if node else None
         if node is None or pod is None:
             return
+        self._fresh(node)
         plan = node.plans.get(env.pod)
         if plan is not None and node.usage is not None and data.reason not in REMOVED_ON_EXIT:
             # Exited containers stay on disk (writable layer, logs) until container GC...
@@ -254,6 +265,7 @@ class Machines:
             return
         pod = node.pods.pop(pod_key, None)
         node.plans.pop(pod_key, None)
+        node.stale.discard(pod_key)
         if node.memory is not None:
             node.memory.remove_pod(pod_key)
         for image in pod_images(pod) if pod is not None else ():
@@ -270,6 +282,7 @@ class Machines:
             for name, node in self.nodes.items():
                 if env.t in node.oom_checks and not node.off:
                     node.oom_checks.discard(env.t)
+                    self._fresh(node)
                     self._kernel(name, node, env, out)
             return
         if data.phase != PHASE_HOUSEKEEPING:
@@ -278,6 +291,7 @@ class Machines:
             if node.off:
                 node.pending_stats = [s for s in node.pending_stats if s[0].t > env.t]
                 continue
+            self._fresh(node)
             stats = [s for s in node.pending_stats if s[0].t <= env.t]
             node.pending_stats = [s for s in node.pending_stats if s[0].t > env.t]
             memcg = env.t in node.memcg_passes

@@ -18,7 +18,7 @@ from ledgerlet_core.contracts.batch import batch_inputs
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.registry import make_envelope, node_stream, pod_stream
 from ledgerlet_core.model.codec import object_builtins
-from ledgerlet_core.model.k8s.objects import Pod
+from ledgerlet_core.model.k8s.objects import AnyObject, Pod
 from ledgerlet_core.scenario.load import Scenario
 
 
@@ -54,7 +54,9 @@ def _routing(data: object) -> tuple[str, str | None, str | None]:
     return "scenario", None, None
 
 
-def scenario_feed(scenario: Scenario, run: str) -> list[Envelope]:
+def scenario_feed(scenario: Scenario, run: str, built: dict[str, AnyObject] | None = None) -> list[Envelope]:
+    """The inputs, in order; ``built`` is given the loaded object each ``objects`` input
+    carries, by the input's id (what a loop would decode from it: see ``Decoded.seed``)."""
     items: list[tuple[int, msgspec.Struct]] = [(0, scenario.started_event())]
     for obj in scenario.objects:
         items.append((0, ev.ObjectApplied(object=object_builtins(obj), initial=True)))
@@ -86,4 +88,6 @@ def scenario_feed(scenario: Scenario, run: str) -> list[Envelope]:
                 pod=pod,
             )
         )
+    if built is not None:
+        built.update((env.id, obj) for env, obj in zip(out[1:], scenario.objects, strict=False))
     return batch_inputs(out, node_of)

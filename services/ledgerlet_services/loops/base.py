@@ -21,7 +21,7 @@ from typing import Any, ClassVar, TypeVar
 import msgspec
 
 from ledgerlet_core.cluster.decoded import SharedDecoding
-from ledgerlet_core.cluster.view import FOLDED_TYPES, ClusterView
+from ledgerlet_core.cluster.view import FOLD_DECODERS, ClusterView, folds_event
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.order import rank_of
 from ledgerlet_core.contracts.registry import EVENT_TYPES, decoder_for
@@ -40,19 +40,32 @@ SHARED_DECODING = SharedDecoding()
 class _Route:
     method: str
     decode: Callable[[msgspec.Raw], Any]
+    when: Callable[[Envelope], bool] | None = None
 
 
-def on(model: type[msgspec.Struct], *, decode: Callable[[msgspec.Raw], Any] | None = None) -> Callable[[F], F]:
+def on(
+    model: type[msgspec.Struct],
+    *,
+    decode: Callable[[msgspec.Raw], Any] | None = None,
+    when: Callable[[Envelope], bool] | None = None,
+) -> Callable[[F], F]:
     """Register the decorated method as the loop's handler of ``model`` events.
 
     ``decode`` replaces the registered decoder (a lazy view of a large event); the
-    method's data annotation must then be what it returns."""
+    method's data annotation must then be what it returns. ``when`` picks the events
+    the handler is for by their envelope, so the others are not even decoded (a
+    fleet's hundreds of thousands of pod usage entries, to a handler of node usage)."""
 
     def mark(fn: F) -> F:
-        setattr(fn, _MARK, (model, decode))
+        setattr(fn, _MARK, (model, decode, when))
         return fn
 
     return mark
+
+
+def for_node(env: Envelope) -> bool:
+    """``when=``: events about a node (``usage.node/NAME``, not a pod's or a workload's)."""
+    return env.node is not None
 
 
 class Loop:
@@ -77,10 +90,12 @@ class Loop:
         generator that yields now and then: the shell sends what it emitted so far while
         it goes on, so other loops can start on it."""
         route = self._routes.get(env.type)
-        folds = env.type in FOLDED_TYPES
+        if route is not None and route.when is not None and not route.when(env):
+            route = None
+        folds = folds_event(env)
         if route is None and not folds:
             return None
-        data = route.decode(env.data) if route is not None else decoder_for(env.type)(env.data)
+        data = route.decode(env.data) if route is not None else _fold_decoder(env.type)(env.data)
         if folds:
             self.cluster.arrive(env, data)
         result = getattr(self, route.method)(env, data, out) if route is not None else None
@@ -103,7 +118,7 @@ def _routes(cls: type[Loop]) -> dict[str, _Route]:
             marker = getattr(fn, _MARK, None)
             if marker is None:
                 continue
-            model, decode = marker
+            model, decode, when = marker
             name = model.__name__
             where = f"{cls.__name__}.{attr}"
             registered = EVENT_TYPES.get(name)
@@ -114,12 +129,24 @@ def _routes(cls: type[Loop]) -> dict[str, _Route]:
             topic = topic_of(name, registered.kind)
             if topic not in cls.topics:
                 raise TypeError(f"{where} handles {name}, which travels on {topic}: {cls.__name__} does not read it")
-            expected = _returned(decode) if decode is not None else model
+            expected = (
+                _returned(decode)
+                if decode is not None
+                else _returned(FOLD_DECODERS[name])
+                if name in FOLD_DECODERS
+                else model
+            )
             given = _data_annotation(fn)
             if given is not expected:
                 raise TypeError(f"{where} declares its data as {given!r}; {name} gives it {expected!r}")
-            routes[name] = _Route(attr, decode or decoder_for(name))
+            routes[name] = _Route(attr, decode or _fold_decoder(name), when)
     return routes
+
+
+def _fold_decoder(name: str) -> Callable[[msgspec.Raw], Any]:
+    """How an event of type ``name`` is read for the cluster view (and so for a loop's
+    handler of it, which sees the same data)."""
+    return FOLD_DECODERS.get(name) or decoder_for(name)
 
 
 def _data_annotation(fn: Callable[..., Any]) -> Any:

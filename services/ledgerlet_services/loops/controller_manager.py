@@ -30,8 +30,8 @@ class ControllerManager(Loop):
 
     # -- objects -----------------------------------------------------------------------
     @on(inp.ObjectApplied)
-    def _applied(self, env: Envelope, data: inp.ObjectApplied, out: Emitter) -> None:
-        kind = data.object.get("kind")
+    def _applied(self, env: Envelope, data: inp.LazyObjectApplied, out: Emitter) -> None:
+        kind = data.kind
         if kind in Workload.KINDS:
             self.controllers.workload_applied(self.cluster.decoded.object(env.id, data.object, Workload))
         elif kind == "Pod" and data.initial:

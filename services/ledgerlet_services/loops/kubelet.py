@@ -21,7 +21,7 @@ from ledgerlet_core.contracts.internal import (
 from ledgerlet_core.contracts.topics import CLOCK, DECISIONS, INPUTS, OBSERVATIONS
 from ledgerlet_core.kubelet.kubelet import Kubelet, StopDeleted, StopPreempted
 from ledgerlet_core.loop.emitter import Emitter
-from ledgerlet_services.loops.base import Loop, on
+from ledgerlet_services.loops.base import Loop, for_node, on
 
 
 class EvictionManager(Loop):
@@ -34,10 +34,10 @@ class EvictionManager(Loop):
 
     # -- nodes and pods ------------------------------------------------------------------
     @on(inp.ObjectApplied)
-    def _applied(self, env: Envelope, data: inp.ObjectApplied, out: Emitter) -> None:
-        kind = data.object.get("kind")
+    def _applied(self, env: Envelope, data: inp.LazyObjectApplied, out: Emitter) -> None:
+        kind = data.kind
         if kind == "Node":
-            entry = self.cluster.nodes[data.object["metadata"]["name"]]
+            entry = self.cluster.nodes[data.name]
             self.kubelet.node_applied(entry.node, entry.config, out)
         elif kind == "Pod" and data.initial:
             pod = self.cluster.pods.get(env.pod or "")
@@ -46,7 +46,7 @@ class EvictionManager(Loop):
         elif kind == "Pod":
             self.kubelet.updated(env.pod or "")
 
-    @on(inp.UsageDeclared)
+    @on(inp.UsageDeclared, when=for_node)
     def _usage(self, env: Envelope, data: inp.UsageDeclared, out: Emitter) -> None:
         entry = self.cluster.nodes.get(data.key.removeprefix("node/")) if data.key.startswith("node/") else None
         if entry is not None and entry.usage is not None:

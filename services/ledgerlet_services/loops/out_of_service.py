@@ -35,10 +35,10 @@ class OutOfServiceController(Loop):
 
     # -- objects and pods ------------------------------------------------------------------
     @on(inp.ObjectApplied)
-    def _applied(self, env: Envelope, data: inp.ObjectApplied, out: Emitter) -> None:
-        kind = data.object.get("kind")
+    def _applied(self, env: Envelope, data: inp.LazyObjectApplied, out: Emitter) -> None:
+        kind = data.kind
         if kind == "Node":
-            entry = self.cluster.nodes[data.object["metadata"]["name"]]
+            entry = self.cluster.nodes[data.name]
             frequency = entry.config.node_status_update_frequency
             spec = entry.node.spec
             self.controllers.node_applied(entry.name, list(spec.taints), frequency, spec.unschedulable, env.t, out)

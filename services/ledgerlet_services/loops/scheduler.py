@@ -26,7 +26,7 @@ from ledgerlet_core.model.k8s.objects import Pod, PodDisruptionBudget, PriorityC
 from ledgerlet_core.model.timefmt import parse_rfc3339
 from ledgerlet_core.scheduling.config import SchedulerConfig
 from ledgerlet_core.scheduling.scheduler import KubeScheduler
-from ledgerlet_services.loops.base import Loop, on
+from ledgerlet_services.loops.base import Loop, for_node, on
 
 SortKey = tuple[int, tuple[int, ...]]
 
@@ -62,25 +62,24 @@ class Scheduler(Loop):
 
     # -- objects ---------------------------------------------------------------------------
     @on(inp.ObjectApplied)
-    def _applied(self, env: Envelope, data: inp.ObjectApplied, out: Emitter) -> None:
-        obj = data.object
-        kind = obj.get("kind")
+    def _applied(self, env: Envelope, data: inp.LazyObjectApplied, out: Emitter) -> None:
+        kind = data.kind
         if kind == "Node":
-            entry = self.cluster.nodes[obj["metadata"]["name"]]
+            entry = self.cluster.nodes[data.name]
             self.scheduler.cache.node_applied(entry.node, entry.config)
             self.scheduler.cluster_event(env.t, out)
         elif kind in ("Pod", "PriorityClass") and not data.initial:
-            self._submit(env, obj, out)
+            self._submit(env, data.as_dict(), out)
         elif kind == "Pod":
-            self._initial_pod(self.cluster.decoded.object(env.id, obj, Pod))
+            self._initial_pod(self.cluster.decoded.object(env.id, data.object, Pod))
         elif kind == "PriorityClass":
-            self.apiserver.class_exists(convert(obj, PriorityClass))  # defaulted when decoded
+            self.apiserver.class_exists(convert(data.as_dict(), PriorityClass))  # defaulted when decoded
         elif kind == "RuntimeClass":
-            self.apiserver.runtime_class_applied(convert(obj, RuntimeClass))
+            self.apiserver.runtime_class_applied(convert(data.as_dict(), RuntimeClass))
         elif kind == "ResourceQuota":
-            self.apiserver.quota_applied(convert(obj, ResourceQuota))
+            self.apiserver.quota_applied(convert(data.as_dict(), ResourceQuota))
         elif kind == "PodDisruptionBudget":
-            self.scheduler.cache.pdb_applied(convert(obj, PodDisruptionBudget))
+            self.scheduler.cache.pdb_applied(convert(data.as_dict(), PodDisruptionBudget))
 
     @on(ObjectCreated)
     def _created(self, env: Envelope, data: ObjectCreated, out: Emitter) -> None:
@@ -104,7 +103,7 @@ class Scheduler(Loop):
         else:
             self.scheduler.enqueue(pod, 0, "")
 
-    @on(inp.UsageDeclared)
+    @on(inp.UsageDeclared, when=for_node)
     def _usage(self, env: Envelope, data: inp.UsageDeclared, out: Emitter) -> None:
         name = data.key.removeprefix("node/")
         entry = self.cluster.nodes.get(name) if data.key.startswith("node/") else None

@@ -30,10 +30,10 @@ class ShutdownManager(Loop):
 
     # -- which pods are active where ---------------------------------------------------
     @on(inp.ObjectApplied)
-    def _applied(self, env: Envelope, data: inp.ObjectApplied, out: Emitter) -> None:
-        kind = data.object.get("kind")
+    def _applied(self, env: Envelope, data: inp.LazyObjectApplied, out: Emitter) -> None:
+        kind = data.kind
         if kind == "Node":
-            self.machine.node_added(data.object["metadata"]["name"])
+            self.machine.node_added(data.name)
         elif kind == "Pod" and data.initial:
             pod = self.cluster.pods.get(env.pod or "")
             if pod is not None and pod.spec.node_name:

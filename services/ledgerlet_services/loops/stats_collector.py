@@ -24,10 +24,10 @@ class Collector(Loop):
         self.machines = Machines(self.name, self.cluster.pods, lambda: self.cluster.settings.start)
 
     @on(inp.ObjectApplied)
-    def _applied(self, env: Envelope, data: inp.ObjectApplied, out: Emitter) -> None:
-        kind = data.object.get("kind")
+    def _applied(self, env: Envelope, data: inp.LazyObjectApplied, out: Emitter) -> None:
+        kind = data.kind
         if kind == "Node":
-            entry = self.cluster.nodes[data.object["metadata"]["name"]]
+            entry = self.cluster.nodes[data.name]
             self.machines.node_applied(entry.node, entry.config)
         elif kind == "Pod" and data.initial:
             pod = self.cluster.pods.get(env.pod or "")

@@ -18,8 +18,10 @@ from ledgerlet_core.contracts import order
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import RUN_COMPLETED, RUN_FAILED, RunEnded
 from ledgerlet_core.contracts.registry import DECISION, make_envelope
+from ledgerlet_core.model.k8s.objects import AnyObject, Node, Pod
 from ledgerlet_core.scenario.feed import scenario_feed
 from ledgerlet_core.scenario.load import Scenario
+from ledgerlet_services.loops.base import SHARED_DECODING
 from ledgerlet_services.runtime.catalog import CONTROL_LOOPS
 from ledgerlet_services.runtime.driver import Driver, DriverStats
 from ledgerlet_services.runtime.recorder import EventSink, RecorderRunner
@@ -72,7 +74,7 @@ async def run_embedded(
     began = time.perf_counter()
     try:
         outcome = await run_feed(
-            scenario_feed(scenario, run_id),
+            _seeded_feed(scenario, run_id),
             store,
             run=run_id,
             duration=scenario.duration,
@@ -97,6 +99,16 @@ async def run_embedded(
         wall_seconds=time.perf_counter() - began,
         service_events=outcome.service_events,
     )
+
+
+def _seeded_feed(scenario: Scenario, run: str) -> list[Envelope]:
+    """The scenario's inputs; the loops of this process are given its nodes and pods as
+    loaded, by the id of the input that carries each (``Decoded.seed``: one copy of a
+    fleet's pods, not two, and none decoded again)."""
+    built: dict[str, AnyObject] = {}
+    feed = scenario_feed(scenario, run, built)
+    SHARED_DECODING.for_run(run, scenario.digest).seed({i: o for i, o in built.items() if isinstance(o, Node | Pod)})
+    return feed
 
 
 async def record_outcome(sink: EventSink, run: str, t: int, outcome: str, reason: str = "") -> None:

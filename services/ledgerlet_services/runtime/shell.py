@@ -179,45 +179,76 @@ class ServiceRunner:
             if self._seen.seen(env.id) or env.run in self._ended:
                 self.stats.duplicates += 1
                 continue
-            if env.type == BATCH:  # its members, each where it would stand alone
-                fresh.extend(_Held(m.sort_key(), m, rec) for m in self._expand(env))
-            else:
-                fresh.append(_Held(env.sort_key(), env, rec))
+            fresh.append(_Held(env.sort_key(), env, rec))
         self.telemetry.events_in(self.name, len(records))
         if not fresh and not self._held:
             return
         pending = sorted([*self._held, *fresh], key=lambda h: h.key)
         self._held = []
+        last_root = self._last_root
         for item in pending:
             env = item.env
-            root = root_of(env)
-            if root is not None:
-                done = self._last_root.get(env.run)
-                if done is None or root > done:
+            if len(env.order) > 2:  # (root_of, inlined: this runs for every event)
+                done = last_root.get(env.run)
+                if done is None or (env.t, (env.order[0], env.order[1])) > done:
                     self._held.append(item)
                     continue
-            yield from self._handle(env, outgoing, item.record.headers)
+            if env.type == BATCH:
+                self._handle_members(env, outgoing, item.record.headers)
+            else:
+                yield from self._handle(env, outgoing, item.record.headers, item.key)
+
+    def _handle_members(self, batch: Envelope, outgoing: list[Outgoing] | None, headers: Headers = ()) -> None:
+        """Handle a batch's members one after another, each as the input it stands for
+        (with an emitter of its own), at the batch's place: nothing can fall between two
+        of them but events derived from an earlier step, whose order against the step's
+        inputs the loops never depend on (see the module docstring). The shell's own
+        bookkeeping is paid once for the batch."""
+        svc = self.instance(batch.run)
+        if svc is None:
+            return
+        members = self._expand(batch)
+        tracing = outgoing is not None and self.telemetry.tracing
+        span = self.telemetry.handling(self.name, batch, headers) if tracing else _NO_SPAN
+        with span as out_headers:
+            for member in members:
+                emitter = Emitter(member, self.rank)
+                steps = svc.handle(member, emitter)
+                for _ in steps if steps is not None else ():  # (inputs are handled at once)
+                    pass
+                if outgoing is not None and emitter.out:
+                    emitted = [routed(e) for e in emitter.out]
+                    for o in emitted:
+                        o.headers = out_headers
+                    outgoing.extend(emitted)
+        self._last_root[batch.run] = members[-1].sort_key()
+        if outgoing is not None:
+            self.stats.events_in += len(members)
+            by_type = self.stats.by_type
+            for member in members:
+                by_type[member.type] = by_type.get(member.type, 0) + 1
 
     def _handle(
-        self, env: Envelope, outgoing: list[Outgoing] | None, headers: Headers = ()
+        self, env: Envelope, outgoing: list[Outgoing] | None, headers: Headers = (), key: SortKey | None = None
     ) -> Iterator[list[Outgoing]]:
         """Handle one event; its output goes to ``outgoing`` (None: thrown away). A
         handler that yields (a long pass) has what it emitted so far yielded on."""
         svc = self.instance(env.run)
         if svc is None:
             return
-        if root_of(env) is None:
-            self._last_root[env.run] = env.sort_key()
+        if len(env.order) <= 2:  # a root step (see root_of)
+            self._last_root[env.run] = key or env.sort_key()
         emitter = Emitter(env, self.rank)
         if outgoing is not None:
             self.stats.events_in += 1
-            self.stats.by_type[env.type] = self.stats.by_type.get(env.type, 0) + 1
+            by_type = self.stats.by_type
+            by_type[env.type] = by_type.get(env.type, 0) + 1
         tracing = outgoing is not None and self.telemetry.tracing
-        span = self.telemetry.handling(self.name, env, headers) if tracing else contextlib.nullcontext(())
+        span = self.telemetry.handling(self.name, env, headers) if tracing else _NO_SPAN
         done = 0
         with span as out_headers:
             steps = svc.handle(env, emitter)
-            for _ in steps or ():
+            for _ in steps if steps is not None else ():
                 if outgoing is not None and len(emitter.out) > done:
                     chunk = [routed(e) for e in emitter.out[done:]]
                     done = len(emitter.out)
@@ -225,7 +256,7 @@ class ServiceRunner:
                         o.headers = out_headers
                     outgoing.extend(chunk)
                     yield chunk
-        if outgoing is not None:
+        if outgoing is not None and len(emitter.out) > done:
             rest = [routed(e) for e in emitter.out[done:]]
             for o in rest:
                 o.headers = out_headers
@@ -295,6 +326,9 @@ class ServiceRunner:
 
 SortKey = tuple[int, tuple[int, ...]]
 Headers = tuple[tuple[str, bytes], ...]
+
+#: the span of an event handled without tracing (nullcontext is reusable)
+_NO_SPAN: contextlib.nullcontext[Headers] = contextlib.nullcontext(())
 
 
 @dataclass(slots=True)
