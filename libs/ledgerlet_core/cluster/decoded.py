@@ -25,6 +25,7 @@ from ledgerlet_core.apiserver.admission import apply_admitted
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.kubelet.config import KUBELET_CONFIG_ANNOTATION, KubeletConfig, config_for_node
 from ledgerlet_core.model.codec import convert, dec_hook
+from ledgerlet_core.model.k8s.intern import Interner
 from ledgerlet_core.model.k8s.objects import Pod
 
 T = TypeVar("T")
@@ -42,6 +43,7 @@ class Decoded:
         self._capacity = capacity
         self._objects: OrderedDict[tuple[str, object], Any] = OrderedDict()
         self._seeded: dict[tuple[str, object], Any] = {}
+        self._shared = Interner()
         self._configs: dict[tuple[str, str], KubeletConfig] = {}
 
     def object(self, event_id: str, raw: Mapping[str, Any] | msgspec.Raw, model: type[T]) -> T:
@@ -52,7 +54,10 @@ class Decoded:
             return cast(T, found)
         found = self._objects.get(key)
         if found is None:
-            found = self._objects[key] = _typed(raw, model)
+            found = _typed(raw, model)
+            if isinstance(found, Pod):
+                found = self._shared.pod(found)
+            self._objects[key] = found
             if len(self._objects) > self._capacity:
                 self._objects.popitem(last=False)
         return cast(T, found)

@@ -14,7 +14,7 @@ of its first member.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
 import msgspec
@@ -69,7 +69,7 @@ def expand_all(envelopes: Iterable[Envelope]) -> Iterator[Envelope]:
             yield env
 
 
-def batch_inputs(inputs: Sequence[Envelope], node_of: Callable[[Envelope], str | None]) -> list[Envelope]:
+def batch_inputs(inputs: Iterable[Envelope], node_of: Callable[[Envelope], str | None]) -> list[Envelope]:
     """``inputs`` (in feed order) with each run of consecutive batchable inputs of one
     instant carried as batches: one per node (``node_of``; None: not batchable), in the
     order of their first members, of at most :data:`MAX_MEMBERS` each."""

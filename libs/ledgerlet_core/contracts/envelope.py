@@ -17,6 +17,8 @@ from typing import Final
 
 import msgspec
 
+from ledgerlet_core.model.ids import uuid5_text
+
 #: Namespace for event ids: uuid5(NAMESPACE, f"{run}/{t}/{order}/{type}").
 EVENT_ID_NAMESPACE: Final = uuid.UUID("7c0e4f4e-3b8a-5f5e-9a55-6c6564676572")
 
@@ -41,8 +43,7 @@ class Envelope(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 def event_id(run: str, t: int, order: list[int], type_: str) -> str:
     """Deterministic: the same run, instant, place and type always give the same id."""
-    path = ".".join(str(i) for i in order)
-    return str(uuid.uuid5(EVENT_ID_NAMESPACE, f"{run}/{t}/{path}/{type_}"))
+    return uuid5_text(EVENT_ID_NAMESPACE, f"{run}/{t}/{'.'.join(map(str, order))}/{type_}")
 
 
 _DECODER: Final = msgspec.json.Decoder(Envelope)

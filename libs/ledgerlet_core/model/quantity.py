@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 from fractions import Fraction
+from functools import lru_cache
 from typing import Final
 
 __all__ = ["Format", "Quantity", "QuantityError", "parse_quantity"]
@@ -207,6 +208,7 @@ def _decimal_string(magnitude_nanos: int, fmt: Format) -> str:
     return f"{mantissa}" if exponent == 0 else f"{mantissa}e{exponent}"
 
 
+@lru_cache(maxsize=4096)  # (a fleet prints the same few quantities a million times)
 def canonical_string(nanos: int, fmt: Format) -> str:
     """``Quantity.String()`` without a cached input string (``CanonicalizeBytes``)."""
     if nanos == 0:

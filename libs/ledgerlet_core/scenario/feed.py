@@ -10,6 +10,9 @@ The pods bound in ``objects`` and their ``usage`` entries travel a node at a tim
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any, cast
+
 import msgspec
 
 from ledgerlet_core.contracts import inputs as ev
@@ -17,8 +20,8 @@ from ledgerlet_core.contracts import order
 from ledgerlet_core.contracts.batch import batch_inputs
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.registry import make_envelope, node_stream, pod_stream
-from ledgerlet_core.model.codec import object_builtins
-from ledgerlet_core.model.k8s.objects import AnyObject, Pod
+from ledgerlet_core.model.codec import object_json
+from ledgerlet_core.model.k8s.objects import AnyObject, Node, Pod
 from ledgerlet_core.scenario.load import Scenario
 
 
@@ -54,16 +57,23 @@ def _routing(data: object) -> tuple[str, str | None, str | None]:
     return "scenario", None, None
 
 
+def _object_routing(obj: AnyObject) -> tuple[str, str | None, str | None]:
+    """Stream, node and pod of an ``objects`` input (as :func:`_routing` gives them)."""
+    name, ns = obj.metadata.name, obj.metadata.namespace
+    if isinstance(obj, Node):
+        return node_stream(name), name, None
+    if isinstance(obj, Pod):
+        key = f"{ns or 'default'}/{name}"
+        return pod_stream(key), obj.spec.node_name or None, key
+    return f"object/{obj.kind}/{ns + '/' if ns else ''}{name}", None, None
+
+
 def scenario_feed(scenario: Scenario, run: str, built: dict[str, AnyObject] | None = None) -> list[Envelope]:
     """The inputs, in order; ``built`` is given the loaded object each ``objects`` input
-    carries, by the input's id (what a loop would decode from it: see ``Decoded.seed``)."""
-    items: list[tuple[int, msgspec.Struct]] = [(0, scenario.started_event())]
-    for obj in scenario.objects:
-        items.append((0, ev.ObjectApplied(object=object_builtins(obj), initial=True)))
-    for key, raw in scenario.usage.items():
-        items.append((0, ev.UsageDeclared(key=key, usage=raw)))
-    for e in scenario.events:
-        items.append((e.at, e.data))
+    carries, by the input's id (what a loop would decode from it: see ``Decoded.seed``).
+
+    Inputs are made one at a time and batched as they come, so a fleet's million single
+    inputs are never all held at once."""
     bound = {o.key: o.spec.node_name for o in scenario.objects if isinstance(o, Pod) and o.spec.node_name}
 
     def node_of(env: Envelope) -> str | None:
@@ -74,20 +84,28 @@ def scenario_feed(scenario: Scenario, run: str, built: dict[str, AnyObject] | No
             return bound.get(env.stream.removeprefix("usage/"))
         return None
 
-    out: list[Envelope] = []
-    for index, (t, data) in enumerate(items):
-        stream, node, pod = _routing(data)
-        out.append(
-            make_envelope(
-                data,
-                run=run,
-                t=t,
-                order=[order.INPUTS, index],
-                stream=stream,
-                node=node,
-                pod=pod,
-            )
-        )
-    if built is not None:
-        built.update((env.id, obj) for env, obj in zip(out[1:], scenario.objects, strict=False))
-    return batch_inputs(out, node_of)
+    def inputs() -> Iterator[Envelope]:
+        index = 0
+
+        def envelope(t: int, data: msgspec.Struct, routing: tuple[str, str | None, str | None]) -> Envelope:
+            stream, node, pod = routing
+            return make_envelope(data, run=run, t=t, order=[order.INPUTS, index], stream=stream, node=node, pod=pod)
+
+        yield envelope(0, scenario.started_event(), ("scenario", None, None))
+        for obj in scenario.objects:
+            index += 1
+            # (the object as JSON already, straight from its model: see object_json)
+            applied = ev.ObjectApplied(object=cast(dict[str, Any], msgspec.Raw(object_json(obj))), initial=True)
+            env = envelope(0, applied, _object_routing(obj))
+            if built is not None:
+                built[env.id] = obj
+            yield env
+        for key, raw in scenario.usage.items():
+            index += 1
+            usage = ev.UsageDeclared(key=key, usage=cast(dict[str, Any], raw))  # (JSON already, as it is)
+            yield envelope(0, usage, _routing(usage))
+        for e in scenario.events:
+            index += 1
+            yield envelope(e.at, e.data, _routing(e.data))
+
+    return batch_inputs(inputs(), node_of)

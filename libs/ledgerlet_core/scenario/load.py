@@ -34,7 +34,9 @@ from ledgerlet_core.model.annotations import FILESYSTEMS_ANNOTATION, MANIFEST_PR
 from ledgerlet_core.model.codec import convert, object_builtins, to_builtins
 from ledgerlet_core.model.duration import DurationError, parse_duration, seconds
 from ledgerlet_core.model.errors import InputError
+from ledgerlet_core.model.ids import uuid5_text
 from ledgerlet_core.model.k8s.decode import UnsupportedKind, decode_object, object_label
+from ledgerlet_core.model.k8s.intern import Interner
 from ledgerlet_core.model.k8s.objects import AnyObject, Node, Pod, PriorityClass, RuntimeClass, Workload
 from ledgerlet_core.model.k8s.priority import is_static_pod
 from ledgerlet_core.model.settings import check_gates, check_settings, suggestion
@@ -85,7 +87,9 @@ class Scenario:
     scheduler_config: SchedulerConfig
     controller_config: ControllerConfig
     objects: list[AnyObject]
-    usage: dict[str, dict[str, Any]]
+    #: each ``usage`` entry as the JSON the input carries (a fleet's hundreds of thousands of
+    #: entries are not kept as dicts once checked)
+    usage: dict[str, msgspec.Raw]
     node_usage: dict[str, NodeUsage]
     pod_usage: dict[str, PodUsage]
     events: list[ScenarioEvent]
@@ -110,8 +114,11 @@ class Scenario:
         )
 
 
+_USAGE_JSON: Final = msgspec.json.Encoder()
+
+
 def default_uid(kind: str, namespace: str, name: str, generation: int = 0) -> str:
-    return str(uuid.uuid5(UID_NAMESPACE, f"{kind}/{namespace}/{name}/{generation}"))
+    return uuid5_text(UID_NAMESPACE, f"{kind}/{namespace}/{name}/{generation}")
 
 
 def _section(spec: Mapping[str, Any], name: str, kind: type[dict[str, Any]] | type[list[Any]]) -> Any:
@@ -275,7 +282,7 @@ def _load(text: str, source: str) -> Scenario:
         scheduler_config=scheduler,
         controller_config=controller,
         objects=objects,
-        usage=dict(usage_raw),
+        usage={key: msgspec.Raw(_USAGE_JSON.encode(raw)) for key, raw in usage_raw.items()},
         node_usage=node_usage,
         pod_usage=pod_usage,
         events=events,
@@ -436,6 +443,7 @@ def _resolve_initial_pods(objects: list[AnyObject], controller: ControllerConfig
     """Pods in ``objects`` were admitted long ago: resolve priority and QoS as admission did."""
     classes = known_classes({o.metadata.name: o for o in objects if isinstance(o, PriorityClass)})
     runtime_classes = {o.metadata.name: o for o in objects if isinstance(o, RuntimeClass)}
+    shared = Interner()  # a fleet's pods repeat the same parts: held once each
     out: list[AnyObject] = []
     for i, obj in enumerate(objects):
         if isinstance(obj, PriorityClass):
@@ -461,5 +469,6 @@ def _resolve_initial_pods(objects: list[AnyObject], controller: ControllerConfig
                 )
             except AdmissionError as exc:
                 raise InputError(exc.message, obj=f"objects[{i}] Pod {obj.key}", field=exc.field) from None
+            obj = shared.pod(obj)
         out.append(obj)
     return out

@@ -341,21 +341,27 @@ class _Held:
 class SharedEnvelopes:
     """Envelopes decoded once for the runners of one embedded run, which all read the same
     records (a runner alone in its process, as in the distributed stack, decodes its own).
-    Envelopes are never changed in place, only replaced. Kept for ``kept`` records: long
-    enough for every loop to read a step's records, short enough not to hold the records
-    the bus has already dropped."""
+    Envelopes are never changed in place, only replaced. Kept for the newest ``kept_bytes``
+    of records (an envelope holds its record's bytes): long enough for every loop to read
+    a step's records, short enough not to hold the records the bus has already dropped (a
+    fleet's observations are some 60 KB each)."""
 
-    def __init__(self, kept: int = 16_384) -> None:
-        self._kept = kept
+    def __init__(self, kept_bytes: int = 64 << 20, kept_members: int = 65_536) -> None:
+        self._kept_bytes = kept_bytes
+        self._kept_members = kept_members
+        self._bytes = 0
         self._envelopes: OrderedDict[bytes, Envelope] = OrderedDict()
+        self._member_count = 0
         self._members: OrderedDict[str, list[Envelope]] = OrderedDict()
 
     def decode(self, value: bytes) -> Envelope:
         env = self._envelopes.get(value)
         if env is None:
             env = self._envelopes[value] = decode_envelope(value)
-            if len(self._envelopes) > self._kept:
-                self._envelopes.popitem(last=False)
+            self._bytes += len(value)
+            while self._bytes > self._kept_bytes and len(self._envelopes) > 1:
+                old, _ = self._envelopes.popitem(last=False)
+                self._bytes -= len(old)
         return env
 
     def expand(self, batch: Envelope) -> list[Envelope]:
@@ -363,8 +369,10 @@ class SharedEnvelopes:
         members = self._members.get(batch.id)
         if members is None:
             members = self._members[batch.id] = expand(batch)
-            if len(self._members) > self._kept // 16:
-                self._members.popitem(last=False)
+            self._member_count += len(members)
+            while self._member_count > self._kept_members and len(self._members) > 1:
+                _, gone = self._members.popitem(last=False)
+                self._member_count -= len(gone)
         return members
 
 
