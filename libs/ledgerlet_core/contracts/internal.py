@@ -6,12 +6,13 @@ observation an eviction was decided on is the ``NodeObserved`` it cites as a cau
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, Final
 
 import msgspec
 
 from ledgerlet_core.model.runtime import RuntimeView
-from ledgerlet_core.model.summary import NodeStats, PodStats, Summary
+from ledgerlet_core.model.summary import NodeStats, PodReference, PodStats, Summary
 
 
 class _Data(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
@@ -71,6 +72,13 @@ class NodeObserved(_Data, kw_only=True):
     ``runtime`` is the container runtime's image list and dead containers (closed loop).
     ``podsOmitted`` marks a stored copy whose per-pod stats were left out: a derived
     observation is a pure function of the stored inputs and can be derived again.
+
+    ``podsDelta``: the pods' stats are told as a change from the node's previous
+    observation (a fleet's pods mostly report the same stats pass after pass, and a
+    110-pod list is 40 KB): ``summary.pods`` is left out, and the pods are the previous
+    observation's with ``podsChanged`` replacing theirs (or added at the end, by pod
+    ``namespace/name``) and ``podsGone`` removed, in that order. Only derived
+    observations are told so, and only after a whole one for the same node.
     """
 
     node: str
@@ -79,6 +87,9 @@ class NodeObserved(_Data, kw_only=True):
     after_reclaim: Summary | None = None
     runtime: RuntimeView | None = None
     pods_omitted: bool = False
+    pods_delta: bool = False
+    pods_changed: dict[str, PodStats] = {}
+    pods_gone: list[str] = []
 
 
 class _NodeOnlySummary(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
@@ -109,12 +120,36 @@ class LazyNodeObserved(_Data, kw_only=True):
     after_reclaim: Summary | None = None
     runtime: RuntimeView | None = None
     pods_omitted: bool = False
+    pods_delta: bool = False
+    pods_changed: dict[str, msgspec.Raw] = {}
+    pods_gone: list[str] = []
 
     def node_summary(self) -> Summary:
         return Summary(node=self.summary.node)
 
     def pod_stats(self) -> list[PodStats]:
         return _PODS.decode(self.summary.pods)
+
+    def pods_by_key(self) -> dict[str, msgspec.Raw]:
+        """The whole list's pods as JSON, by ``namespace/name`` (what a delta applies to)."""
+        out: dict[str, msgspec.Raw] = {}
+        for raw in _RAW_LIST.decode(self.summary.pods):
+            ref = _POD_REF.decode(raw).pod_ref
+            out[f"{ref.namespace}/{ref.name}"] = raw
+        return out
+
+
+class _PodRefOnly(msgspec.Struct, rename="camel", kw_only=True):
+    pod_ref: PodReference
+
+
+_RAW_LIST = msgspec.json.Decoder(list[msgspec.Raw])
+_POD_REF = msgspec.json.Decoder(_PodRefOnly)
+
+
+def pods_from(stats: Iterable[msgspec.Raw | bytes]) -> list[PodStats]:
+    """Pods' stats from their JSON, one document each."""
+    return _PODS.decode(b"[" + b",".join(stats) + b"]")
 
 
 _LAZY = msgspec.json.Decoder(LazyNodeObserved)

@@ -11,7 +11,7 @@ cannot change what is decided.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import assert_never
 
@@ -23,6 +23,7 @@ from ledgerlet_core.contracts.internal import (
     LazyNodeObserved,
     PodDeletionRequested,
     PodStarted,
+    pods_from,
 )
 from ledgerlet_core.kubelet.config import KubeletConfig
 from ledgerlet_core.kubelet.eviction.local_storage import has_local_storage_limits
@@ -36,6 +37,7 @@ from ledgerlet_core.loop.timers import Timers, next_multiple
 from ledgerlet_core.model.annotations import FILESYSTEMS_ANNOTATION
 from ledgerlet_core.model.duration import SECOND
 from ledgerlet_core.model.k8s.objects import Node, Pod
+from ledgerlet_core.model.summary import PodStats
 from ledgerlet_core.model.usage import effective_layout
 
 SortKey = tuple[int, tuple[int, ...]]
@@ -87,6 +89,8 @@ class Kubelet:
         self.workers = PodWorkers(self.timers)
         self._work: list[tuple[SortKey, str, Work]] = []
         self._limits: dict[str, bool] = {}
+        #: whether any pod made active sets local-storage limits (most runs: none)
+        self._any_limits = False
         #: pods the scheduler bound before the API server's admission reached this loop
         self._scheduled_early: dict[str, tuple[SortKey, str]] = {}
 
@@ -115,7 +119,7 @@ class Kubelet:
         """A pod running on its node from the start."""
         node = self.nodes.get(pod.spec.node_name)
         if node is not None:
-            node.active[pod.key] = pod
+            self._activate(node, pod)
             self.pod_node[pod.key] = node.name
 
     def updated(self, key: str) -> None:
@@ -123,7 +127,7 @@ class Kubelet:
         node = self.nodes.get(self.pod_node.get(key, ""))
         pod = self.pods.get(key)
         if node is not None and pod is not None and key in node.active:
-            node.active[key] = pod
+            self._activate(node, pod)
 
     def admitted(self, key: str, when: SortKey, cause: str, out: Emitter) -> None:
         """The API server stored the pod: bound by its creator, or waiting for the scheduler."""
@@ -203,6 +207,18 @@ class Kubelet:
             self._limits[uid] = has_local_storage_limits(pod)
         return self._limits[uid]
 
+    def _activate(self, node: KubeletNode, pod: Pod) -> None:
+        node.active[pod.key] = pod
+        if not self._any_limits and self._limited(pod):
+            self._any_limits = True
+
+    def _limited_pods(self, node: KubeletNode) -> list[Pod]:
+        """The node's active pods that set local-storage limits (none on most nodes: a
+        pass looks only once some active pod has set them)."""
+        if not self._any_limits:
+            return []
+        return [p for p in node.active.values() if self._limited(p)]
+
     def observed(self, data: LazyNodeObserved, out: Emitter) -> None:
         """One housekeeping pass on what the observation shows (``synchronize``)."""
         node = self.nodes.get(data.node)
@@ -216,9 +232,9 @@ class Kubelet:
             layout=layout,
             state=node.state,
             summary=data.node_summary(),
-            pod_stats=data.pod_stats,
+            pod_stats=self._pods_told(node, data),
             active_pods=list(node.active.values()),
-            local_storage_candidates=[p for p in node.active.values() if self._limited(p)],
+            local_storage_candidates=self._limited_pods(node),
             runtime=data.runtime,
             after_reclaim=data.after_reclaim,
             cleanup_pending=node.cleanup_pending(now),
@@ -234,6 +250,21 @@ class Kubelet:
             cause = out.decide(evicted, node=data.node, pod=pod.key)
             node.active.pop(pod.key, None)
             self._stop(node, pod, evicted.grace_period_seconds, "Evicted", cause, out)
+
+    @staticmethod
+    def _pods_told(node: KubeletNode, data: LazyNodeObserved) -> Callable[[], Sequence[PodStats]]:
+        """The pods' stats the observation tells, whole or as a change from the node's
+        previous derived observation (``NodeObserved.podsDelta``), decoded only if asked."""
+        if data.pods_delta:
+            table = node.pod_stats
+            if table is None:
+                raise RuntimeError(f"{data.node}: an observation tells a change of pods' stats it has no base for")
+            for gone in data.pods_gone:
+                table.pop(gone, None)
+            table.update(data.pods_changed)  # a pod there keeps its place; a new one goes last
+            return lambda: pods_from(table.values())
+        node.pod_stats = data.pods_by_key() if data.source == "usage" else None
+        return data.pod_stats
 
     def _stop(
         self, node: KubeletNode, pod: Pod, grace: int, reason: str, cause: str, out: Emitter, msg: str = ""
@@ -287,7 +318,7 @@ class Kubelet:
             rejected = dec.PodRejected(reason=reason, message=message, admitter="kubelet")
             out.decide(rejected, node=node.name, pod=pod.key, causes=[cause])
             return
-        node.active[pod.key] = pod
+        self._activate(node, pod)
         self.pod_node[pod.key] = node.name
         started = PodStarted(node=node.name, pod=pod.key, uid=pod.metadata.uid)
         out.decide(started, node=node.name, pod=pod.key, causes=[cause])

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import msgspec
+
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts.internal import NodeStatusUpdated
 from ledgerlet_core.kubelet.config import KubeletConfig
@@ -42,6 +44,9 @@ class KubeletNode:
     off: bool = False
     #: pods told to stop while the node was down: they finish when it comes back
     terminating: dict[str, tuple[dec.PodTerminated, str]] = field(default_factory=dict)
+    #: the pods' stats as the last derived observation left them, as JSON by pod (what the
+    #: next one's change applies to: ``NodeObserved.podsDelta``)
+    pod_stats: dict[str, msgspec.Raw] | None = None
 
     def cleanup_pending(self, now: int) -> list[str]:
         """Evicted pods still exiting, for at most ``podCleanupTimeout`` after the kill."""

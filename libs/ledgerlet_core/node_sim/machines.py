@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import cast
 
 import msgspec
 
@@ -33,18 +34,20 @@ from ledgerlet_core.model.k8s.objects import Node, Pod
 from ledgerlet_core.model.k8s.qos import container_oom_score_adj
 from ledgerlet_core.model.quantity import Quantity
 from ledgerlet_core.model.runtime import RuntimeImage, RuntimeView
-from ledgerlet_core.model.summary import Summary
+from ledgerlet_core.model.summary import PodStats, Summary
 from ledgerlet_core.model.timefmt import format_rfc3339
 from ledgerlet_core.model.usage import ZERO, NodeUsage, PodUsage, effective_layout, parse_pod_usage
 from ledgerlet_core.node_sim.oom import ContainerRun, NodeMemory
 from ledgerlet_core.node_sim.stats import (
     NodeCapacity,
     PodPlan,
-    derive_summary,
+    PodTotals,
     images_in_use,
     node_capacity,
+    node_stats,
     plan_pod,
     pod_images,
+    pod_stats_json,
     pod_writable_bytes,
     running_containers,
 )
@@ -70,8 +73,25 @@ class _Node:
     plans: dict[str, PodPlan] = field(default_factory=dict)  # what feeds each running pod's stats
     #: running pods whose plan and kernel view are not worked out yet (see Machines._fresh)
     stale: set[str] = field(default_factory=set)
+    #: each pod's stats as the last observation told them (None: tell the next one whole)
+    reported: dict[str, bytes] | None = None
+    #: bumped whenever the running pods or their plans change (what ``passes`` holds for)
+    plans_version: int = 0
+    passes: _PassCache | None = None
     images_running: dict[str, int] = field(default_factory=dict)  # image -> running containers using it
     off: bool = False  # powered off or shut down: nothing observes it
+
+
+@dataclass(slots=True)
+class _PassCache:
+    """A node's pods as a pass sees them, kept while they do not change (``version`` of
+    the node's plans, the same stopped containers): what the pods whose stats never
+    change use together, and the pods whose stats must be worked out every pass."""
+
+    version: int
+    stopped: dict[str, set[str]]
+    fixed: PodTotals
+    varying: list[str]
 
 
 #: PodTerminated reasons after which the kubelet deletes the pod's containers at once
@@ -177,6 +197,7 @@ class Machines:
         if not node.stale:
             return
         stale, node.stale = node.stale, set()
+        node.plans_version += 1
         for key, pod in node.pods.items():
             if key in stale:
                 node.plans[key] = plan_pod(pod, self._usage_for(pod))
@@ -266,6 +287,7 @@ class Machines:
         pod = node.pods.pop(pod_key, None)
         node.plans.pop(pod_key, None)
         node.stale.discard(pod_key)
+        node.plans_version += 1
         if node.memory is not None:
             node.memory.remove_pod(pod_key)
         for image in pod_images(pod) if pod is not None else ():
@@ -390,6 +412,7 @@ class Machines:
         summary = convert(report.summary, Summary)
         after = convert(report.after_reclaim, Summary) if report.after_reclaim is not None else None
         runtime = self._runtime_view(node) if node.usage is not None else None
+        node.reported = None  # the kubelet saw other pods' stats: the next derived ones are told whole
         out.emit(
             NodeObserved(node=name, summary=summary, source="stats", after_reclaim=after, runtime=runtime),
             node=name,
@@ -397,26 +420,71 @@ class Machines:
         )
 
     def _observe_usage(self, name: str, node: _Node, tick: Envelope, out: Emitter) -> None:
+        """The Summary the kubelet reads now (as :func:`derive_summary` has it), its pods'
+        stats told as a change from the node's previous observation where they can be
+        (``NodeObserved.podsDelta``). Most pods of a fleet report the same stats pass after
+        pass (the same bytes): while a node's pods, plans and stopped containers stay as
+        they were, a pass works out only the pods whose stats vary (:class:`_PassCache`)."""
         assert node.usage is not None and node.capacity is not None
-        summary = derive_summary(
-            name,
-            tick.t,
-            format_rfc3339(self.start(), tick.t),
-            node.usage,
-            node.capacity,
-            node.layout,
-            node.images,
-            node.dead_container_bytes,
-            list(node.plans.values()),
-            self._pods_memory_limit(node),
-            node.memory.stopped(tick.t) if node.memory is not None else None,
-            node.dead_container_log_bytes,
+        t = tick.t
+        stopped = node.memory.stopped(t) if node.memory is not None else {}
+        before, cache = node.reported, node.passes
+        changed: dict[str, bytes]
+        gone: list[str] = []
+        if (
+            before is not None
+            and cache is not None
+            and cache.version == node.plans_version
+            and cache.stopped == stopped
+        ):
+            totals = cache.fixed
+            changed = {}
+            for key in cache.varying:
+                at, js = pod_stats_json(node.plans[key], t, stopped.get(key, frozenset()))
+                totals += PodTotals.of((at,))
+                if js != before[key]:
+                    changed[key] = before[key] = js
+            delta = True
+        else:
+            stats = {key: pod_stats_json(plan, t, stopped.get(key, frozenset())) for key, plan in node.plans.items()}
+            varying = [k for k, p in node.plans.items() if p.fixed is None or k in stopped]
+            node.passes = _PassCache(
+                node.plans_version,
+                stopped,
+                PodTotals.of(stats[k][0] for k, p in node.plans.items() if p.fixed is not None and k not in stopped),
+                varying,
+            )
+            totals = PodTotals.of(at for at, _ in stats.values())
+            reported = node.reported = {k: js for k, (_, js) in stats.items()}
+            delta = before is not None and _appended_only(before, reported)
+            if delta:
+                assert before is not None
+                changed = {k: js for k, js in reported.items() if before.get(k) is not js and before.get(k) != js}
+                gone = [k for k in before if k not in reported]
+        summary = Summary(
+            node=node_stats(
+                name,
+                t,
+                format_rfc3339(self.start(), t),
+                node.usage,
+                node.capacity,
+                node.layout,
+                node.images,
+                node.dead_container_bytes,
+                totals,
+                self._pods_memory_limit(node),
+                node.dead_container_log_bytes,
+            )
         )
-        out.emit(
-            NodeObserved(node=name, summary=summary, source="usage", runtime=self._runtime_view(node)),
-            node=name,
-            causes=[tick.id],
-        )
+        observed = NodeObserved(node=name, summary=summary, source="usage", runtime=self._runtime_view(node))
+        if delta:
+            observed.pods_delta = True
+            observed.pods_changed = cast(dict[str, PodStats], {k: msgspec.Raw(js) for k, js in changed.items()})
+            observed.pods_gone = gone
+        else:  # (the list as JSON already: encoded as it is)
+            assert node.reported is not None
+            summary.pods = cast(list[PodStats], msgspec.Raw(b"[" + b",".join(node.reported.values()) + b"]"))
+        out.emit(observed, node=name, causes=[tick.id])
 
     def _runtime_view(self, node: _Node) -> RuntimeView:
         in_use = images_in_use(node.images, set(node.images_running))
@@ -454,3 +522,11 @@ class Machines:
             node.node.metadata.annotations.get(FILESYSTEMS_ANNOTATION),
             node.usage is not None and node.usage.image_fs is not None,
         )
+
+
+def _appended_only(before: Mapping[str, bytes], now: Mapping[str, bytes]) -> bool:
+    """Whether the pods ``now`` are those ``before`` that remain, in their order, then new
+    ones: what a change applied to ``before`` gives (pods replaced in place, new ones at
+    the end). A pod that left and came back stands elsewhere: then the list goes whole."""
+    remaining = [k for k in before if k in now]
+    return list(now)[: len(remaining)] == remaining

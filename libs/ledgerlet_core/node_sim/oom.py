@@ -155,22 +155,46 @@ class NodeMemory:
         self.system = system
         self.pods_limit = pods_limit
         self.runs: dict[tuple[str, str], ContainerRun] = {}
+        #: bumped whenever a run comes, goes or changes (what _Index is worked out from)
+        self._version = 0
+        self._index: _Index | None = None
 
     def add(self, run: ContainerRun) -> None:
         self.runs[(run.pod, run.container)] = run
+        self._version += 1
 
     def remove_pod(self, pod: str) -> None:
         for key in [k for k in self.runs if k[0] == pod]:
             del self.runs[key]
+        self._version += 1
+
+    def _indexed(self) -> _Index:
+        """The runs that can make something happen, kept while no run changes: a node's
+        kernel is asked every pass, and on most nodes nothing is down or near a limit."""
+        index = self._index
+        if index is None or index.version != self._version:
+            runs = self.runs.values()
+            series = [r.memory for r in runs if r.memory is not None]
+            index = self._index = _Index(
+                version=self._version,
+                down=[r for r in runs if r.dead or r.down_until is not None],
+                risky=[r for r in runs if r.limit is not None and r.memory is not None and r.memory.peak > r.limit],
+                series=series,
+                peak=sum(s.peak for s in series),
+            )
+        return index
 
     def stopped(self, t: int) -> dict[str, set[str]]:
         out: dict[str, set[str]] = {}
-        for r in self.runs.values():
+        for r in self._indexed().down:  # (every other run is running)
             if not r.running(t):
                 out.setdefault(r.pod, set()).add(r.container)
         return out
 
     def _running_series(self, t: int) -> list[Series]:
+        index = self._indexed()
+        if not index.down:
+            return index.series
         return [r.memory for r in self.runs.values() if r.memory is not None and r.running(t)]
 
     def next_oom(self, after: int, until: int, *, inclusive: bool = True) -> int | None:
@@ -180,17 +204,18 @@ class NodeMemory:
         memory alone over capacity) is not an event to act on again. A limit a series can
         never reach (its peak is under it) is not searched: the common case, kept cheap."""
         times: list[int] = []
-        for r in self.runs.values():
-            if r.dead:
-                continue
-            if r.down_until is not None and after < r.down_until <= until:
+        index = self._indexed()
+        for r in index.down:
+            if not r.dead and r.down_until is not None and after < r.down_until <= until:
                 times.append(r.down_until)
-            if r.limit is not None and r.memory is not None and r.memory.peak > r.limit and r.running(after):
+        for r in index.risky:  # (only a run whose peak is over its limit can cross it)
+            if not r.dead and r.running(after):
+                assert r.limit is not None and r.memory is not None
                 hit = first_crossing([r.memory], r.limit, after, until, inclusive=inclusive)
                 if hit is not None:
                     times.append(hit)
         pods = self._running_series(after)
-        peak = sum(s.peak for s in pods)
+        peak = index.peak if not index.down else sum(s.peak for s in pods)
         if self.pods_limit is not None and peak > self.pods_limit:
             hit = first_crossing(pods, self.pods_limit, after, until, inclusive=inclusive)
             if hit is not None:
@@ -204,14 +229,18 @@ class NodeMemory:
     def next_crossing(self, level: int, after: int, until: int, *, pods_only: bool = False) -> int | None:
         """When the working set (the pods' alone, with ``pods_only``) first exceeds ``level``."""
         series = self._running_series(after)
+        index = self._indexed()
+        peak = index.peak if not index.down else sum(s.peak for s in series)
         if not pods_only:
             series = [self.system, *series]
-        if sum(s.peak for s in series) <= level:
+            peak += self.system.peak
+        if peak <= level:
             return None
         return first_crossing(series, level, after, until)
 
     def act(self, t: int) -> list[Kill]:
         """What the kernel does at ``t``: restarts come due, then every limit is enforced."""
+        self._version += 1
         for r in self.runs.values():
             if r.down_until is not None and r.down_until <= t:
                 r.down_until = None
@@ -237,6 +266,7 @@ class NodeMemory:
             kills.append(self._kill(self.runs[(victim.pod, victim.container)], t, scope, limit))
 
     def _kill(self, r: ContainerRun, t: int, scope: str, limit: int) -> Kill:
+        self._version += 1
         usage = r.usage(t)
         score = oom_score(OOMCandidate(r.pod, r.container, usage, r.oom_score_adj), limit)
         r.restarts += 1
@@ -247,3 +277,16 @@ class NodeMemory:
             r.down_until = None
         failed = all(x.dead for x in self.runs.values() if x.pod == r.pod)
         return Kill(r.pod, r.container, scope, usage, limit, r.oom_score_adj, score, r.restarts, r.down_until, failed)
+
+
+@dataclass(frozen=True, slots=True)
+class _Index:
+    """The runs of a node's kernel as of one version: those down or dead (the others are
+    running), those whose peak is over their own limit, and every run's memory series
+    with the sum of their peaks."""
+
+    version: int
+    down: list[ContainerRun]
+    risky: list[ContainerRun]
+    series: list[Series]
+    peak: int

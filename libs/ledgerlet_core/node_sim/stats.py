@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+import msgspec
+
 from ledgerlet_core.model.k8s.objects import Container, Node, Pod
 from ledgerlet_core.model.k8s.resources import is_sidecar
 from ledgerlet_core.model.k8s.volumes import local_volume_names
@@ -122,6 +124,8 @@ class PodPlan:
     #: the pod's stats when no series it reads changes over time (most pods of a large
     #: fleet): worked out once and reused by every pass, see :func:`pod_stats_at`
     fixed: PodStatsAt | None = None
+    #: ``fixed``'s stats as JSON (what an observation carries), encoded once
+    fixed_json: bytes | None = None
 
 
 #: a pod's stats and its memory, rootfs, logs, local volume bytes, inodes and pids
@@ -172,7 +176,8 @@ def plan_pod(pod: Pod, usage: PodUsage | None) -> PodPlan:
     if all(s.is_constant() for s in (*series, plan.inodes, plan.pids)):
         # Stats objects are never changed in place (they are encoded and dropped), so
         # one can stand for every pass.
-        plan = dataclasses.replace(plan, fixed=_pod_stats(plan, 0))
+        fixed = _pod_stats(plan, 0)
+        plan = dataclasses.replace(plan, fixed=fixed, fixed_json=_JSON.encode(fixed[0]))
     return plan
 
 
@@ -188,6 +193,49 @@ def pod_stats_at(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> PodS
     if plan.fixed is not None and not stopped:
         return plan.fixed
     return _pod_stats(plan, t, stopped)
+
+
+def pod_stats_json(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> tuple[PodStatsAt, bytes]:
+    """:func:`pod_stats_at` and the stats as JSON (the same bytes object every pass for a
+    pod whose stats never change: a collector compares them by identity first)."""
+    if plan.fixed is not None and plan.fixed_json is not None and not stopped:
+        return plan.fixed, plan.fixed_json
+    at = _pod_stats(plan, t, stopped)
+    return at, _JSON.encode(at[0])
+
+
+_JSON: Final = msgspec.json.Encoder()
+
+
+@dataclass(frozen=True, slots=True)
+class PodTotals:
+    """What a node's pods use together (the node-level stats are made of it)."""
+
+    memory: int = 0
+    rootfs: int = 0
+    logs_volumes: int = 0
+    inodes: int = 0
+    pids: int = 0
+
+    def __add__(self, other: PodTotals) -> PodTotals:
+        return PodTotals(
+            self.memory + other.memory,
+            self.rootfs + other.rootfs,
+            self.logs_volumes + other.logs_volumes,
+            self.inodes + other.inodes,
+            self.pids + other.pids,
+        )
+
+    @staticmethod
+    def of(stats: Iterable[PodStatsAt]) -> PodTotals:
+        memory = rootfs = logs_volumes = inodes = pids = 0
+        for _, m, r, lg, v, ino, pid in stats:
+            memory += m
+            rootfs += r
+            logs_volumes += lg + v
+            inodes += ino
+            pids += pid
+        return PodTotals(memory, rootfs, logs_volumes, inodes, pids)
 
 
 def _pod_stats(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> PodStatsAt:
@@ -258,17 +306,44 @@ def derive_summary(
     dead_container_log_bytes: int = 0,
 ) -> Summary:
     """The Summary the kubelet would read at virtual time ``t`` (ns)."""
-    pod_stats: list[PodStats] = []
-    pods_ws = rootfs = logs_volumes = pod_inodes = pod_pids = 0
-    for plan in pods:
-        down = stopped.get(plan.ref.namespace + "/" + plan.ref.name, frozenset()) if stopped else frozenset()
-        ps, m, r, lg, v, ino, pid = pod_stats_at(plan, t, down)
-        pod_stats.append(ps)
-        pods_ws += m
-        rootfs += r
-        logs_volumes += lg + v
-        pod_inodes += ino
-        pod_pids += pid
+    at = [
+        pod_stats_at(
+            plan, t, stopped.get(f"{plan.ref.namespace}/{plan.ref.name}", frozenset()) if stopped else frozenset()
+        )
+        for plan in pods
+    ]
+    node = node_stats(
+        node_name,
+        t,
+        time,
+        usage,
+        capacity,
+        layout,
+        images,
+        dead_containers_bytes,
+        PodTotals.of(at),
+        pods_memory_limit,
+        dead_container_log_bytes,
+    )
+    return Summary(node=node, pods=[a[0] for a in at])
+
+
+def node_stats(
+    node_name: str,
+    t: int,
+    time: str,
+    usage: NodeUsage,
+    capacity: NodeCapacity,
+    layout: str,
+    images: Sequence[Image],
+    dead_containers_bytes: int,
+    totals: PodTotals,
+    pods_memory_limit: int | None,
+    dead_container_log_bytes: int = 0,
+) -> NodeStats:
+    """The node-level part of :func:`derive_summary`, from what its pods use together."""
+    pods_ws, rootfs, logs_volumes = totals.memory, totals.rootfs, totals.logs_volumes
+    pod_inodes, pod_pids = totals.inodes, totals.pids
     system: Mapping[str, Series] = usage.system
     node_ws = system.get("memory", ZERO).at(t) + pods_ws
     inactive = usage.inactive_file.at(t)
@@ -319,16 +394,13 @@ def derive_summary(
         imagefs = containerfs = nodefs
 
     curproc = system.get("pids", ZERO).at(t) + pod_pids
-    return Summary(
-        node=NodeStats(
-            node_name=node_name,
-            system_containers=[ContainerStats(name="pods", memory=pods_memory)],
-            memory=memory,
-            fs=nodefs,
-            runtime=RuntimeStats(image_fs=imagefs, container_fs=containerfs),
-            rlimit=RlimitStats(time=time, maxpid=capacity.pids, curproc=curproc),
-        ),
-        pods=pod_stats,
+    return NodeStats(
+        node_name=node_name,
+        system_containers=[ContainerStats(name="pods", memory=pods_memory)],
+        memory=memory,
+        fs=nodefs,
+        runtime=RuntimeStats(image_fs=imagefs, container_fs=containerfs),
+        rlimit=RlimitStats(time=time, maxpid=capacity.pids, curproc=curproc),
     )
 
 
@@ -341,6 +413,8 @@ __all__ = [
     "derive_summary",
     "images_in_use",
     "node_capacity",
+    "node_stats",
     "plan_pod",
     "pod_images",
+    "pod_stats_json",
 ]
