@@ -72,3 +72,80 @@ def test_a_container_over_its_limit_is_oom_killed_by_the_kernel_between_passes()
     assert types(killed) == ["OOMKilled"]
     data = msgspec.json.decode(killed[0].data, type=dec.OOMKilled)
     assert (data.container, data.scope, data.limit) == ("c", "limit", 300 * Mi)
+
+
+def test_a_pass_tells_only_what_changed_and_the_kubelet_rebuilds_every_pods_stats() -> None:
+    """Pods' stats go as a change from the node's previous observation (podsDelta); what
+    the kubelet makes of the changes is, pass after pass, the whole list a pass derives."""
+    from ledgerlet_core.contracts.internal import decode_lazy_observation
+    from ledgerlet_core.kubelet.kubelet import Kubelet
+    from ledgerlet_core.kubelet.node import KubeletNode
+    from ledgerlet_core.node_sim.stats import derive_summary
+
+    d = collector(logs=[[0, "1Mi"], [60, "61Mi"]])  # web's logs grow: its stats vary
+    d.apply(pod("db", "n1"))
+    d.input(inp.UsageDeclared(key="default/db", usage={"memory": "10Mi"}))
+    kubelet_node = KubeletNode.__new__(KubeletNode)
+    kubelet_node.pod_stats = None
+    machines = d.loop.machines  # type: ignore[attr-defined]
+
+    def observe(at: float) -> tuple[NodeObserved, list[str]]:
+        (env,) = [e for e in d.tick(at, phase=1) if e.type == "NodeObserved"]
+        told = Kubelet._pods_told(kubelet_node, decode_lazy_observation(env.data))()
+        node = machines.nodes["n1"]
+        whole = derive_summary(
+            "n1",
+            env.t,
+            "",
+            node.usage,
+            node.capacity,
+            node.layout,
+            node.images,
+            node.dead_container_bytes,
+            list(node.plans.values()),
+            None,
+            node.memory.stopped(env.t),
+            node.dead_container_log_bytes,
+        )
+        assert told == whole.pods
+        return msgspec.json.decode(env.data, type=NodeObserved), [p.pod_ref.name for p in told]
+
+    first, names = observe(0)
+    assert not first.pods_delta and names == ["web", "db"]
+    second, names = observe(10)
+    assert second.pods_delta and list(second.pods_changed) == ["default/web"] and not second.pods_gone
+    assert names == ["web", "db"]
+    d.decision(
+        dec.PodTerminated(reason="Deleted", grace_period_seconds=0, killed_at=15), 15, node="n1", pod="default/db"
+    )
+    third, names = observe(20)
+    assert third.pods_delta and third.pods_gone == ["default/db"] and names == ["web"]
+    # db comes back: it stands last again, as a new pod does
+    d.apply(pod("db", "n1"), 25)
+    fourth, names = observe(30)
+    assert fourth.pods_delta and list(fourth.pods_changed) == ["default/web", "default/db"] and names == ["web", "db"]
+    # db leaves and comes back between two passes: it moved, so the list goes whole
+    d.apply(pod("cache", "n1"), 35)
+    assert observe(40)[1] == ["web", "db", "cache"]
+    d.decision(
+        dec.PodTerminated(reason="Deleted", grace_period_seconds=0, killed_at=45), 45, node="n1", pod="default/db"
+    )
+    d.apply(pod("db", "n1"), 46)
+    sixth, names = observe(50)
+    assert not sixth.pods_delta and names == ["web", "cache", "db"]
+
+
+def test_the_kubelet_refuses_a_change_of_pods_stats_it_has_no_base_for() -> None:
+    import pytest
+
+    from ledgerlet_core.contracts.internal import LazyNodeObserved
+    from ledgerlet_core.kubelet.kubelet import Kubelet
+    from ledgerlet_core.kubelet.node import KubeletNode
+
+    node = KubeletNode.__new__(KubeletNode)
+    node.pod_stats = None
+    delta = msgspec.json.decode(
+        b'{"node":"n1","summary":{"node":{"nodeName":"n1"}},"source":"usage","podsDelta":true}', type=LazyNodeObserved
+    )
+    with pytest.raises(RuntimeError, match="no base"):
+        Kubelet._pods_told(node, delta)
