@@ -137,9 +137,35 @@ def running_containers(pod: Pod) -> list[Container]:
     return [*(c for c in pod.spec.init_containers if is_sidecar(c)), *pod.spec.containers]
 
 
+#: plans by the parts they are made of (a fleet's pods share their containers, volumes and
+#: usage entries: ``Interner``, ``parse_pod_usage``), each with the parts it was made from
+_TEMPLATES: dict[tuple[int, int, int, int], tuple[object, object, object, object, PodPlan]] = {}
+_TEMPLATES_KEPT: Final = 4096
+
+
 def plan_pod(pod: Pod, usage: PodUsage | None) -> PodPlan:
     """Per-container usage when ``containers`` splits it; otherwise the pod-level series
-    go to the first container. The pod's inode count is carried on the first container."""
+    go to the first container. The pod's inode count is carried on the first container.
+
+    Pods made of the same parts get the same plan but for their own reference: it is
+    worked out once and given each pod's name."""
+    spec = pod.spec
+    parts = (spec.containers, spec.init_containers, spec.volumes, usage)
+    key = (id(parts[0]), id(parts[1]), id(parts[2]), id(parts[3]))
+    found = _TEMPLATES.get(key)
+    if found is None or any(a is not b for a, b in zip(found[:4], parts, strict=True)):
+        if len(_TEMPLATES) >= _TEMPLATES_KEPT:
+            _TEMPLATES.clear()
+        found = _TEMPLATES[key] = (*parts, _plan(pod, usage))
+    template = found[4]
+    ref = PodReference(name=pod.metadata.name, namespace=pod.metadata.namespace, uid=pod.metadata.uid)
+    if template.fixed is None:
+        return dataclasses.replace(template, ref=ref)
+    stats = msgspec.structs.replace(template.fixed[0], pod_ref=ref)
+    return dataclasses.replace(template, ref=ref, fixed=(stats, *template.fixed[1:]), fixed_json=_JSON.encode(stats))
+
+
+def _plan(pod: Pod, usage: PodUsage | None) -> PodPlan:
     u = usage or PodUsage()
     names = [c.name for c in pod.spec.containers]
     per: dict[str, list[Series | None]] = {n: [None, None, None] for n in names}
