@@ -83,6 +83,14 @@ class Loop:
         cls.rank = rank_of(cls.name)
         cls._routes = _routes(cls)
 
+    def wants(self, env: Envelope) -> bool:
+        """Whether :meth:`handle` would do anything with ``env`` (a batch's members are
+        asked first: a fleet's pod usage entries concern one loop of six)."""
+        route = self._routes.get(env.type)
+        if route is not None and (route.when is None or route.when(env)):
+            return True
+        return folds_event(env)
+
     def handle(self, env: Envelope, out: Emitter) -> Iterator[None] | None:
         """Fold ``env`` into the cluster view and the loop's state; emit through ``out``.
 

@@ -212,6 +212,8 @@ class ServiceRunner:
         span = self.telemetry.handling(self.name, batch, headers) if tracing else _NO_SPAN
         with span as out_headers:
             for member in members:
+                if not svc.wants(member):
+                    continue
                 emitter = Emitter(member, self.rank)
                 steps = svc.handle(member, emitter)
                 for _ in steps if steps is not None else ():  # (inputs are handled at once)
