@@ -44,3 +44,29 @@ def test_a_changing_series_is_never_fixed() -> None:
     assert plan.fixed is None
     assert pod_stats_at(plan, 50 * SECOND)[1] == 200 << 20
     assert pod_stats_at(plan, 100 * SECOND)[1] == 300 << 20
+
+
+@pytest.mark.parametrize(
+    ("extra", "volumes"),
+    [
+        ({}, []),
+        ({"volumes": {"cache": [[0, "1Mi"], [60, "9Mi"]], "scratch": "2Mi"}}, [{"name": "cache", "emptyDir": {}}]),
+        ({"containers": {"web": {"memory": [[0, "10Mi"], [60, "90Mi"]]}, "side": {"logs": "3Mi"}}}, []),
+    ],
+)
+def test_varying_stats_joined_from_pieces_are_what_encoding_them_gives(
+    extra: dict[str, object], volumes: list[dict[str, object]]
+) -> None:
+    """A pod whose stats vary has them joined from pieces around the instant's numbers:
+    byte for byte what encoding the stats gives, at every instant and with a container
+    stopped (then they are encoded as they are)."""
+    from ledgerlet_core.node_sim.stats import pod_stats_json
+
+    usage = {**CONSTANT, "logs": [[0, "0"], [60, "5Gi"]], **extra}
+    plan = plan_pod(pod("web", volumes=volumes), parse_pod_usage(usage, "u"))
+    assert plan.fixed is None and plan.pieces is not None
+    for t in (0, 1, 7 * SECOND, 59 * SECOND, 3600 * SECOND):
+        for stopped in (frozenset(), frozenset({"web"})):
+            use, js = pod_stats_json(plan, t, stopped)
+            stats, *whole = _pod_stats(plan, t, stopped)
+            assert js == _encoded(stats) and tuple(whole) == use

@@ -346,6 +346,7 @@ class Kubelet:
         node.off, node.shutting_down = False, False
         node.state = EvictionState()
         node.published_conditions = ()
+        node.forget_status()
         for key, (data, _) in sorted(node.terminating.items()):
             out.decide(data, node=name, pod=key, causes=[cause])
             self.pod_node.pop(key, None)

@@ -47,6 +47,8 @@ class KubeletNode:
     #: the pods' stats as the last derived observation left them, as JSON by pod (what the
     #: next one's change applies to: ``NodeObserved.podsDelta``)
     pod_stats: dict[str, msgspec.Raw] | None = None
+    #: what the last status update was worked out from (node, config, machine, conditions)
+    _status_inputs: tuple[object, ...] | None = None
 
     def cleanup_pending(self, now: int) -> list[str]:
         """Evicted pods still exiting, for at most ``podCleanupTimeout`` after the kill."""
@@ -59,8 +61,17 @@ class KubeletNode:
     def capacity(self) -> ResourceList:
         return reported_capacity(self.node.status.capacity, self.machine, self.config)
 
+    def forget_status(self) -> None:
+        """The next status update is worked out again, whatever it is made of."""
+        self._status_inputs = None
+
     def status_update(self) -> tuple[NodeStatusUpdated | None, list[dec.NodeTaintAdded], list[dec.NodeTaintRemoved]]:
         """Node status as the kubelet publishes it now, if it changed; then the taint changes."""
+        inputs = (self.node, self.config, dict(self.machine), self.state.conditions)
+        last = self._status_inputs
+        if last is not None and all(a is b or a == b for a, b in zip(last, inputs, strict=True)):
+            return None, [], []  # (what it is worked out from is as it was: so is the status)
+        self._status_inputs = inputs
         capacity = self.capacity()
         alloc = {k: str(v) for k, v in allocatable(capacity, self.config).items()}
         conditions = self.state.conditions

@@ -437,13 +437,14 @@ class Machines:
             and cache.version == node.plans_version
             and cache.stopped == stopped
         ):
-            totals = cache.fixed
             changed = {}
+            uses = []
             for key in cache.varying:
-                at, js = pod_stats_json(node.plans[key], t, stopped.get(key, frozenset()))
-                totals += PodTotals.of((at,))
+                use, js = pod_stats_json(node.plans[key], t, stopped.get(key, frozenset()))
+                uses.append(use)
                 if js != before[key]:
                     changed[key] = before[key] = js
+            totals = cache.fixed + PodTotals.of(uses)
             delta = True
         else:
             stats = {key: pod_stats_json(plan, t, stopped.get(key, frozenset())) for key, plan in node.plans.items()}
@@ -454,7 +455,7 @@ class Machines:
                 PodTotals.of(stats[k][0] for k, p in node.plans.items() if p.fixed is not None and k not in stopped),
                 varying,
             )
-            totals = PodTotals.of(at for at, _ in stats.values())
+            totals = PodTotals.of(use for use, _ in stats.values())
             reported = node.reported = {k: js for k, (_, js) in stats.items()}
             delta = before is not None and _appended_only(before, reported)
             if delta:

@@ -126,6 +126,9 @@ class PodPlan:
     fixed: PodStatsAt | None = None
     #: ``fixed``'s stats as JSON (what an observation carries), encoded once
     fixed_json: bytes | None = None
+    #: for stats that vary: their JSON in pieces, to be joined with the numbers of the
+    #: instant (:func:`pod_stats_json`); worked out once per pod
+    pieces: tuple[tuple[bytes, ...], tuple[int, ...]] | None = None
 
 
 #: a pod's stats and its memory, rootfs, logs, local volume bytes, inodes and pids
@@ -160,7 +163,8 @@ def plan_pod(pod: Pod, usage: PodUsage | None) -> PodPlan:
     template = found[4]
     ref = PodReference(name=pod.metadata.name, namespace=pod.metadata.namespace, uid=pod.metadata.uid)
     if template.fixed is None:
-        return dataclasses.replace(template, ref=ref)
+        plan = dataclasses.replace(template, ref=ref)
+        return dataclasses.replace(plan, pieces=_json_pieces(plan))
     stats = msgspec.structs.replace(template.fixed[0], pod_ref=ref)
     return dataclasses.replace(template, ref=ref, fixed=(stats, *template.fixed[1:]), fixed_json=_JSON.encode(stats))
 
@@ -221,13 +225,20 @@ def pod_stats_at(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> PodS
     return _pod_stats(plan, t, stopped)
 
 
-def pod_stats_json(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> tuple[PodStatsAt, bytes]:
-    """:func:`pod_stats_at` and the stats as JSON (the same bytes object every pass for a
-    pod whose stats never change: a collector compares them by identity first)."""
+def pod_stats_json(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> tuple[PodUse, bytes]:
+    """What the pod uses at ``t`` and its stats as JSON: the same bytes object every pass
+    for a pod whose stats never change (a collector compares them by identity first),
+    else its pieces joined with the numbers of the instant (no stats objects on the way)."""
     if plan.fixed is not None and plan.fixed_json is not None and not stopped:
-        return plan.fixed, plan.fixed_json
-    at = _pod_stats(plan, t, stopped)
-    return at, _JSON.encode(at[0])
+        return plan.fixed[1:], plan.fixed_json
+    values, use = _values(plan, t, stopped)
+    if plan.pieces is None or stopped:
+        return use, _JSON.encode(_stats(plan, values))
+    pieces, order = plan.pieces
+    out = [pieces[0]]
+    for n, i in enumerate(order, start=1):
+        out += (b"%d" % values[i], pieces[n])
+    return use, b"".join(out)
 
 
 _JSON: Final = msgspec.json.Encoder()
@@ -253,9 +264,9 @@ class PodTotals:
         )
 
     @staticmethod
-    def of(stats: Iterable[PodStatsAt]) -> PodTotals:
+    def of(uses: Iterable[PodUse]) -> PodTotals:
         memory = rootfs = logs_volumes = inodes = pids = 0
-        for _, m, r, lg, v, ino, pid in stats:
+        for m, r, lg, v, ino, pid in uses:
             memory += m
             rootfs += r
             logs_volumes += lg + v
@@ -264,12 +275,13 @@ class PodTotals:
         return PodTotals(memory, rootfs, logs_volumes, inodes, pids)
 
 
-def _pod_stats(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> PodStatsAt:
-    """The pod's stats, and its memory, rootfs, logs, local volume bytes, inodes, pids.
+def _values(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> tuple[list[int], PodUse]:
+    """The numbers of the pod's stats at ``t``, in the order :func:`_stats` places them,
+    and what the pod uses (memory, rootfs, logs, local volume bytes, inodes, pids).
 
     A container in ``stopped`` (OOM-killed, waiting to restart) holds no memory; its
     writable layer and logs stay on disk."""
-    containers: list[ContainerStats] = []
+    values: list[int] = []
     mem = rootfs = logs = 0
     inodes = plan.inodes.at(t)
     first = True
@@ -280,32 +292,71 @@ def _pod_stats(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> PodSta
         mem += m
         rootfs += r
         logs += lg
-        containers.append(
-            ContainerStats(
-                name=name,
-                memory=MemoryStats(working_set_bytes=m),
-                rootfs=FsStats(used_bytes=r, inodes_used=inodes if first else 0),
-                logs=FsStats(used_bytes=lg),
-            )
-        )
+        values += (m, r, inodes if first else 0, lg)
         first = False
-    volumes: list[VolumeStats] = []
     vol_total = 0
-    for name, series, counts in plan.volumes:
+    for _, series, counts in plan.volumes:
         used = series.at(t)
         if counts:
             vol_total += used
-        volumes.append(VolumeStats(name=name, used_bytes=used))
+        values.append(used)
     pids = plan.pids.at(t)
-    stats = PodStats(
+    values += (mem, rootfs + logs + vol_total, inodes, pids)
+    return values, (mem, rootfs, logs, vol_total, inodes, pids)
+
+
+#: what a pod uses: memory, rootfs, logs, local volume bytes, inodes, pids
+PodUse = tuple[int, int, int, int, int, int]
+
+
+def _stats(plan: PodPlan, values: Sequence[int]) -> PodStats:
+    """The pod's stats made of :func:`_values`' numbers."""
+    it = iter(values)
+    containers = [
+        ContainerStats(
+            name=name,
+            memory=MemoryStats(working_set_bytes=next(it)),
+            rootfs=FsStats(used_bytes=next(it), inodes_used=next(it)),
+            logs=FsStats(used_bytes=next(it)),
+        )
+        for name, *_ in plan.containers
+    ]
+    volumes = [VolumeStats(name=name, used_bytes=next(it)) for name, _, _ in plan.volumes]
+    return PodStats(
         pod_ref=plan.ref,
         containers=containers,
-        memory=MemoryStats(working_set_bytes=mem),
+        memory=MemoryStats(working_set_bytes=next(it)),
         volume=volumes,
-        ephemeral_storage=FsStats(used_bytes=rootfs + logs + vol_total, inodes_used=inodes),
-        process_stats=ProcessStats(process_count=pids),
+        ephemeral_storage=FsStats(used_bytes=next(it), inodes_used=next(it)),
+        process_stats=ProcessStats(process_count=next(it)),
     )
-    return stats, mem, rootfs, logs, vol_total, inodes, pids
+
+
+def _pod_stats(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> PodStatsAt:
+    """The pod's stats, and what it uses (see :func:`_values`)."""
+    values, use = _values(plan, t, stopped)
+    return (_stats(plan, values), *use)
+
+
+#: placeholders for the numbers of a pod's stats, told apart in its JSON (every number is
+#: encoded whatever its value: the stats' fields default to None, never to a number)
+_PLACEHOLDER: Final = 7_000_000_000_000_000
+
+
+def _json_pieces(plan: PodPlan) -> tuple[tuple[bytes, ...], tuple[int, ...]]:
+    """The pod's stats as JSON around their numbers, and which of :func:`_values` goes
+    between each two pieces: the stats of any instant are these pieces joined with that
+    instant's numbers, byte for byte what encoding them gives."""
+    values, _ = _values(plan, 0)
+    text = _JSON.encode(_stats(plan, [_PLACEHOLDER + i for i in range(len(values))]))
+    found = sorted((text.index(b":%d" % (_PLACEHOLDER + i)) + 1, i) for i in range(len(values)))
+    pieces: list[bytes] = []
+    start = 0
+    for at, i in found:
+        pieces.append(text[start:at])
+        start = at + len(b"%d" % (_PLACEHOLDER + i))
+    pieces.append(text[start:])
+    return tuple(pieces), tuple(i for _, i in found)
 
 
 def pod_images(pod: Pod) -> set[str]:
@@ -332,12 +383,8 @@ def derive_summary(
     dead_container_log_bytes: int = 0,
 ) -> Summary:
     """The Summary the kubelet would read at virtual time ``t`` (ns)."""
-    at = [
-        pod_stats_at(
-            plan, t, stopped.get(f"{plan.ref.namespace}/{plan.ref.name}", frozenset()) if stopped else frozenset()
-        )
-        for plan in pods
-    ]
+    down = stopped or {}
+    at = [pod_stats_at(plan, t, down.get(f"{plan.ref.namespace}/{plan.ref.name}", frozenset())) for plan in pods]
     node = node_stats(
         node_name,
         t,
@@ -347,7 +394,7 @@ def derive_summary(
         layout,
         images,
         dead_containers_bytes,
-        PodTotals.of(at),
+        PodTotals.of(a[1:] for a in at),
         pods_memory_limit,
         dead_container_log_bytes,
     )
