@@ -126,9 +126,9 @@ class PodPlan:
     fixed: PodStatsAt | None = None
     #: ``fixed``'s stats as JSON (what an observation carries), encoded once
     fixed_json: bytes | None = None
-    #: for stats that vary: their JSON in pieces, to be joined with the numbers of the
-    #: instant (:func:`pod_stats_json`); worked out once per pod
-    pieces: tuple[tuple[bytes, ...], tuple[int, ...]] | None = None
+    #: for stats that vary: their JSON with ``%d`` for each number, filled in with the
+    #: numbers of the instant (:func:`pod_stats_json`); worked out once per pod
+    pieces: bytes | None = None
 
 
 #: a pod's stats and its memory, rootfs, logs, local volume bytes, inodes and pids
@@ -164,7 +164,7 @@ def plan_pod(pod: Pod, usage: PodUsage | None) -> PodPlan:
     ref = PodReference(name=pod.metadata.name, namespace=pod.metadata.namespace, uid=pod.metadata.uid)
     if template.fixed is None:
         plan = dataclasses.replace(template, ref=ref)
-        return dataclasses.replace(plan, pieces=_json_pieces(plan))
+        return dataclasses.replace(plan, pieces=_json_format(plan))
     stats = msgspec.structs.replace(template.fixed[0], pod_ref=ref)
     return dataclasses.replace(template, ref=ref, fixed=(stats, *template.fixed[1:]), fixed_json=_JSON.encode(stats))
 
@@ -228,17 +228,13 @@ def pod_stats_at(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> PodS
 def pod_stats_json(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> tuple[PodUse, bytes]:
     """What the pod uses at ``t`` and its stats as JSON: the same bytes object every pass
     for a pod whose stats never change (a collector compares them by identity first),
-    else its pieces joined with the numbers of the instant (no stats objects on the way)."""
+    else its JSON format filled in with the numbers of the instant (no stats objects)."""
     if plan.fixed is not None and plan.fixed_json is not None and not stopped:
         return plan.fixed[1:], plan.fixed_json
     values, use = _values(plan, t, stopped)
     if plan.pieces is None or stopped:
         return use, _JSON.encode(_stats(plan, values))
-    pieces, order = plan.pieces
-    out = [pieces[0]]
-    for n, i in enumerate(order, start=1):
-        out += (b"%d" % values[i], pieces[n])
-    return use, b"".join(out)
+    return use, plan.pieces % tuple(values)
 
 
 _JSON: Final = msgspec.json.Encoder()
@@ -276,8 +272,8 @@ class PodTotals:
 
 
 def _values(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> tuple[list[int], PodUse]:
-    """The numbers of the pod's stats at ``t``, in the order :func:`_stats` places them,
-    and what the pod uses (memory, rootfs, logs, local volume bytes, inodes, pids).
+    """The numbers of the pod's stats at ``t``, in the order :func:`_stats` places them
+    (the order they are encoded in), and what the pod uses (memory, rootfs, logs, local volume bytes, inodes, pids).
 
     A container in ``stopped`` (OOM-killed, waiting to restart) holds no memory; its
     writable layer and logs stay on disk."""
@@ -294,6 +290,7 @@ def _values(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> tuple[lis
         logs += lg
         values += (m, r, inodes if first else 0, lg)
         first = False
+    values.append(mem)
     vol_total = 0
     for _, series, counts in plan.volumes:
         used = series.at(t)
@@ -301,7 +298,7 @@ def _values(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> tuple[lis
             vol_total += used
         values.append(used)
     pids = plan.pids.at(t)
-    values += (mem, rootfs + logs + vol_total, inodes, pids)
+    values += (rootfs + logs + vol_total, inodes, pids)
     return values, (mem, rootfs, logs, vol_total, inodes, pids)
 
 
@@ -321,11 +318,12 @@ def _stats(plan: PodPlan, values: Sequence[int]) -> PodStats:
         )
         for name, *_ in plan.containers
     ]
+    memory = MemoryStats(working_set_bytes=next(it))
     volumes = [VolumeStats(name=name, used_bytes=next(it)) for name, _, _ in plan.volumes]
     return PodStats(
         pod_ref=plan.ref,
         containers=containers,
-        memory=MemoryStats(working_set_bytes=next(it)),
+        memory=memory,
         volume=volumes,
         ephemeral_storage=FsStats(used_bytes=next(it), inodes_used=next(it)),
         process_stats=ProcessStats(process_count=next(it)),
@@ -343,20 +341,24 @@ def _pod_stats(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> PodSta
 _PLACEHOLDER: Final = 7_000_000_000_000_000
 
 
-def _json_pieces(plan: PodPlan) -> tuple[tuple[bytes, ...], tuple[int, ...]]:
-    """The pod's stats as JSON around their numbers, and which of :func:`_values` goes
-    between each two pieces: the stats of any instant are these pieces joined with that
-    instant's numbers, byte for byte what encoding them gives."""
+def _json_format(plan: PodPlan) -> bytes:
+    """The pod's stats as JSON with ``%d`` for each of their numbers, in the order
+    :func:`_values` gives them: ``format % tuple(numbers)`` is, byte for byte, what
+    encoding the stats gives (held so here, for the plan it is made for)."""
     values, _ = _values(plan, 0)
-    text = _JSON.encode(_stats(plan, [_PLACEHOLDER + i for i in range(len(values))]))
-    found = sorted((text.index(b":%d" % (_PLACEHOLDER + i)) + 1, i) for i in range(len(values)))
+    placeholders = [_PLACEHOLDER + i for i in range(len(values))]
+    text = _JSON.encode(_stats(plan, placeholders))
     pieces: list[bytes] = []
     start = 0
-    for at, i in found:
-        pieces.append(text[start:at])
-        start = at + len(b"%d" % (_PLACEHOLDER + i))
-    pieces.append(text[start:])
-    return tuple(pieces), tuple(i for _, i in found)
+    for p in placeholders:
+        at = text.index(b":%d" % p, start) + 1
+        pieces.append(text[start:at].replace(b"%", b"%%"))
+        start = at + len(b"%d" % p)
+    pieces.append(text[start:].replace(b"%", b"%%"))
+    fmt = b"%d".join(pieces)
+    if fmt % tuple(placeholders) != text:
+        raise AssertionError(f"{plan.ref.name}: the stats' JSON does not take their numbers in order")
+    return fmt
 
 
 def pod_images(pod: Pod) -> set[str]:
