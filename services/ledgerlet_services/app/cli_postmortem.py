@@ -1,4 +1,4 @@
-"""The post-mortem commands: serve, replay, whatif, explain, report, import."""
+"""The post-mortem commands: serve, kubeconfig, replay, whatif, explain, report, import."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from ledgerlet_store.dsn import DEFAULT_DSN, sqlite_path
 from ledgerlet_store.store import EventStore
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
-COMMANDS = ("serve", "runs", "replay", "whatif", "explain", "report", "import", "collect")
+COMMANDS = ("serve", "kubeconfig", "runs", "replay", "whatif", "explain", "report", "import", "collect")
 
 
 def _store_arg(p: argparse.ArgumentParser) -> None:
@@ -60,6 +60,17 @@ def add_parsers(sub: Any) -> None:
         action="store_true",
         help="serve /docs and /openapi.json without the token (with a token they are behind it by default)",
     )
+
+    kube = sub.add_parser(
+        "kubeconfig",
+        help="a kubeconfig for kubectl against a stored run at one instant (served by ledgerlet serve)",
+        description="Prints a kubeconfig whose current context is RUN at AT on the audit API at --server: "
+        "kubectl get/describe/watch then read the run as the API server held it then.",
+    )
+    kube.add_argument("--server", required=True, help="the audit API, e.g. http://127.0.0.1:8080")
+    kube.add_argument("--run", help="run id or a prefix of one (default: the newest completed run)")
+    kube.add_argument("--at", default="end", help="the instant: a duration into the run (5m, 90s) or end (default)")
+    kube.add_argument("--token-file", type=Path, help="the bearer token the server wants (referred to, not copied)")
 
     runs = sub.add_parser("runs", help="the runs in a store, newest first, with how each ended")
     runs.add_argument("--store", default=os.environ.get("LEDGERLET_STORE", DEFAULT_DSN), help="event store DSN")
@@ -138,6 +149,8 @@ def _add_collect(sub: Any) -> None:
 def dispatch(args: argparse.Namespace, console: Console) -> int:
     if args.command == "serve":
         return _serve(args, console)
+    if args.command == "kubeconfig":
+        return _kubeconfig(args)
     if args.command == "import":
         return _import(args, console)
     if args.command == "collect":
@@ -158,6 +171,20 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
     console.print(f"audit API on http://{args.host}:{args.port} ({docs}){'' if token else ', no token'}")
     app = create_app(args.store, token=token, publish_docs=args.publish_docs)
     uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    return EXIT_OK
+
+
+def _kubeconfig(args: argparse.Namespace) -> int:
+    from ledgerlet_services.app.kube_context import Unreachable, kubeconfig
+
+    try:
+        print(kubeconfig(args.server, run=args.run, at=args.at, token_file=args.token_file), end="")
+    except InputError as exc:
+        error(str(exc))
+        return EXIT_BAD_INPUT
+    except Unreachable as exc:
+        error(str(exc))
+        return EXIT_MISMATCH
     return EXIT_OK
 
 

@@ -26,6 +26,8 @@ from starlette.exceptions import HTTPException
 
 from ledgerlet_services.audit import api_models as api
 from ledgerlet_services.audit.api_contract import PROBLEM, ApiMetrics, with_problem_responses
+from ledgerlet_services.audit.kube_api.app import PREFIX as KUBE_PREFIX
+from ledgerlet_services.audit.kube_api.app import create_kube_app
 from ledgerlet_services.audit.queries import DEFAULT_PAGE, MAX_PAGE, Audit, BadCursor, BadFilter, NotFound
 from ledgerlet_store.store import EventStore
 
@@ -314,4 +316,11 @@ def create_app(
         events = await a.node_timeline(run, name, t_from=t_from, t_to=t_to, limit=limit)
         return {"run": run, "node": name, "events": events}
 
+    # kubectl against the past: the Kubernetes API over the same store, behind the same token
+    app.mount(KUBE_PREFIX, create_kube_app(lambda: _audit_of(app), token))
     return app
+
+
+def _audit_of(app: FastAPI) -> Audit:
+    found: Audit = app.state.audit
+    return found
