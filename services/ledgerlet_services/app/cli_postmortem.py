@@ -56,6 +56,18 @@ def add_parsers(sub: Any) -> None:
         "--token-file", type=Path, help="require this bearer token (also LEDGERLET_API_TOKEN; none: open)"
     )
     serve.add_argument(
+        "--tls-cert-file",
+        type=Path,
+        default=os.environ.get("LEDGERLET_API_TLS_CERT_FILE") or None,
+        help="serve HTTPS with this certificate (PEM; kubectl sends a bearer token only over TLS)",
+    )
+    serve.add_argument(
+        "--tls-private-key-file",
+        type=Path,
+        default=os.environ.get("LEDGERLET_API_TLS_PRIVATE_KEY_FILE") or None,
+        help="the certificate's private key (PEM)",
+    )
+    serve.add_argument(
         "--publish-docs",
         action="store_true",
         help="serve /docs and /openapi.json without the token (with a token they are behind it by default)",
@@ -71,6 +83,11 @@ def add_parsers(sub: Any) -> None:
     kube.add_argument("--run", help="run id or a prefix of one (default: the newest completed run)")
     kube.add_argument("--at", default="end", help="the instant: a duration into the run (5m, 90s) or end (default)")
     kube.add_argument("--token-file", type=Path, help="the bearer token the server wants (referred to, not copied)")
+    kube.add_argument(
+        "--certificate-authority",
+        type=Path,
+        help="the CA (PEM) that signed an https server's certificate (a self-signed one: the certificate)",
+    )
 
     runs = sub.add_parser("runs", help="the runs in a store, newest first, with how each ended")
     runs.add_argument("--store", default=os.environ.get("LEDGERLET_STORE", DEFAULT_DSN), help="event store DSN")
@@ -167,18 +184,50 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
     token = os.environ.get("LEDGERLET_API_TOKEN") or None
     if args.token_file is not None:
         token = args.token_file.read_text(encoding="utf-8").strip() or None
+    tls = tls_files(args.tls_cert_file, args.tls_private_key_file)
+    if isinstance(tls, str):
+        error(tls)
+        return EXIT_BAD_INPUT
     docs = "OpenAPI: /docs" if not token or args.publish_docs else "OpenAPI: /openapi.json, with the token"
-    console.print(f"audit API on http://{args.host}:{args.port} ({docs}){'' if token else ', no token'}")
+    scheme = "https" if tls else "http"
+    console.print(f"audit API on {scheme}://{args.host}:{args.port} ({docs}){'' if token else ', no token'}")
+    console.print(f"kubectl: ledgerlet kubeconfig --server {scheme}://{args.host}:{args.port} > kubeconfig")
     app = create_app(args.store, token=token, publish_docs=args.publish_docs)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level="info",
+        ssl_certfile=str(tls[0]) if tls else None,
+        ssl_keyfile=str(tls[1]) if tls else None,
+    )
     return EXIT_OK
+
+
+def tls_files(cert: Path | None, key: Path | None) -> tuple[Path, Path] | str | None:
+    """Both files (HTTPS), neither (HTTP), or what is wrong with them."""
+    if cert is None and key is None:
+        return None
+    if cert is None or key is None:
+        return "--tls-cert-file and --tls-private-key-file go together"
+    for path in (cert, key):
+        if not path.is_file():
+            return f"no file {path}"
+    return cert, key
 
 
 def _kubeconfig(args: argparse.Namespace) -> int:
     from ledgerlet_services.app.kube_context import Unreachable, kubeconfig
 
     try:
-        print(kubeconfig(args.server, run=args.run, at=args.at, token_file=args.token_file), end="")
+        text = kubeconfig(
+            args.server,
+            run=args.run,
+            at=args.at,
+            token_file=args.token_file,
+            certificate_authority=args.certificate_authority,
+        )
+        print(text, end="")
     except InputError as exc:
         error(str(exc))
         return EXIT_BAD_INPUT

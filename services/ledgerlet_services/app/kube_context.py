@@ -11,6 +11,7 @@ cluster's server URL is ``SERVER/k8s/RUN/AT``; the token is referred to by its f
 from __future__ import annotations
 
 import json
+import ssl
 import urllib.error
 import urllib.request
 from datetime import UTC, datetime
@@ -30,12 +31,12 @@ class Unreachable(RuntimeError):
     """The server did not answer (or not as a ledgerlet audit API)."""
 
 
-def _runs(server: str, token: str | None, timeout: float) -> list[dict[str, Any]]:
+def _runs(server: str, token: str | None, timeout: float, tls: ssl.SSLContext | None) -> list[dict[str, Any]]:
     request = urllib.request.Request(f"{server}/v1/runs", headers={"Accept": "application/json"})
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as answer:
+        with urllib.request.urlopen(request, timeout=timeout, context=tls) as answer:
             body = json.loads(answer.read())
     except urllib.error.HTTPError as exc:
         if exc.code == 401:
@@ -51,20 +52,42 @@ def _runs(server: str, token: str | None, timeout: float) -> list[dict[str, Any]
 
 
 def kubeconfig(
-    server: str, *, run: str | None = None, at: str = "end", token_file: Path | None = None, timeout: float = 10.0
+    server: str,
+    *,
+    run: str | None = None,
+    at: str = "end",
+    token_file: Path | None = None,
+    certificate_authority: Path | None = None,
+    timeout: float = 10.0,
 ) -> str:
     """The kubeconfig (YAML text). :class:`InputError` for a run or instant the server
-    does not have, :class:`Unreachable` when it cannot be asked."""
+    does not have, or a token kubectl would not send; :class:`Unreachable` when the
+    server cannot be asked."""
     server = server.rstrip("/")
     if not server.startswith(("http://", "https://")):
         raise InputError(f"--server {server!r} is not an http:// or https:// URL")
+    if token_file is not None and server.startswith("http://"):
+        # client-go sets a user's credentials only on TLS connections (clientcmd
+        # getUserIdentificationPartialConfig): over http kubectl would send no token at all
+        raise InputError(
+            "kubectl sends a bearer token only over TLS: serve with --tls-cert-file and --tls-private-key-file "
+            "and give --server https://... (with --certificate-authority for a self-signed certificate)"
+        )
+    tls = None
+    if certificate_authority is not None:
+        if not certificate_authority.is_file():
+            raise InputError("no such file", file=str(certificate_authority))
+        try:
+            tls = ssl.create_default_context(cafile=str(certificate_authority))
+        except (ssl.SSLError, OSError) as exc:
+            raise InputError(f"not a PEM certificate: {exc}", file=str(certificate_authority)) from None
     token = None
     if token_file is not None:
         try:
             token = token_file.read_text(encoding="utf-8").strip() or None
         except OSError as exc:
             raise InputError(exc.strerror or str(exc), file=str(token_file)) from None
-    listed = _runs(server, token, timeout)
+    listed = _runs(server, token, timeout, tls)
     states = [
         RunState(r["run"], datetime.fromisoformat(r["recordedAt"]).astimezone(UTC), r.get("status", "completed"))
         for r in listed
@@ -81,10 +104,13 @@ def kubeconfig(
     segment = "end" if at == "end" else format_duration(instant)
     name = f"ledgerlet-{chosen[:12]}-{segment}"
     user: dict[str, Any] = {"tokenFile": str(token_file.resolve())} if token_file is not None else {}
+    cluster: dict[str, Any] = {"server": f"{server}{PREFIX}/{chosen}/{segment}"}
+    if certificate_authority is not None:
+        cluster["certificate-authority"] = str(certificate_authority.resolve())
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": name, "cluster": {"server": f"{server}{PREFIX}/{chosen}/{segment}"}}],
+        "clusters": [{"name": name, "cluster": cluster}],
         "users": [{"name": name, "user": user}],
         "contexts": [{"name": name, "context": {"cluster": name, "user": name, "namespace": "default"}}],
         "current-context": name,

@@ -271,8 +271,30 @@ def namespace_fields(ns: Mapping[str, Any]) -> dict[str, str]:
     return {**_meta_fields(ns), "status.phase": ns.get("status", {}).get("phase", "")}
 
 
+def core_form(event: Mapping[str, Any]) -> Mapping[str, Any]:
+    """An ``events.k8s.io/v1`` Event read under core/v1's field names (the other as it is)."""
+    if "regarding" not in event:
+        return event
+    return {
+        "metadata": event.get("metadata", {}),
+        "involvedObject": event.get("regarding", {}),
+        "reason": event.get("reason", ""),
+        "message": event.get("note", ""),
+        "type": event.get("type", ""),
+        "source": event.get("deprecatedSource", {}),
+        "firstTimestamp": event.get("deprecatedFirstTimestamp"),
+        "lastTimestamp": event.get("deprecatedLastTimestamp"),
+        "count": event.get("deprecatedCount", 0),
+        "eventTime": event.get("eventTime"),
+        "series": event.get("series"),
+        "reportingComponent": event.get("reportingController", ""),
+        "reportingInstance": event.get("reportingInstance", ""),
+    }
+
+
 def event_fields(event: Mapping[str, Any]) -> dict[str, str]:
-    """``pkg/registry/core/event/strategy.go: ToSelectableFields`` (core/v1 form)."""
+    """``pkg/registry/core/event/strategy.go: ToSelectableFields`` (either API version)."""
+    event = core_form(event)
     ref = event.get("involvedObject", {})
     return {
         **_meta_fields(event),

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from ledgerlet_services.audit.kube_api.meta import Instant, age
+from ledgerlet_services.audit.kube_api.selectors import core_form
 
 _NAME_DOC: Final = "Name must be unique within a namespace."
 _AGE_DOC: Final = "CreationTimestamp is a timestamp representing the server time when this object was created."
@@ -217,6 +218,7 @@ def _node_cells(node: Mapping[str, Any], instant: Instant) -> list[Any]:
 
 def _event_cells(event: Mapping[str, Any], instant: Instant) -> list[Any]:
     """``printEvent``: counts and times from the series for events.k8s.io events."""
+    event = core_form(event)
     first = age(instant, event.get("firstTimestamp") or event.get("eventTime"))
     last = age(instant, event["lastTimestamp"]) if event.get("lastTimestamp") else first
     count = event.get("count") or 1
