@@ -40,6 +40,7 @@ from ledgerlet_services.audit.kube_api.meta import (
     rfc3339,
     unix_nanos,
 )
+from ledgerlet_services.audit.kube_api.pods import object_uid
 
 KUBELET: Final = "kubelet"
 SCHEDULER: Final = "default-scheduler"
@@ -170,14 +171,15 @@ def pod_event_specs(key: str, history: Sequence[Envelope], uids: Mapping[str, st
     history in decision order; ``uids`` gives the uids of other pods (preemptors)."""
     out: list[EventSpec] = []
     obj: dict[str, Any] = {}
+    origin = ""
     namespace = key.partition("/")[0]
     for env in history:
         data = _data(env)
         kind = env.type
         if kind in ("ObjectApplied", "ObjectCreated"):
-            obj = data.get("object", obj)
+            obj, origin = data.get("object", obj), env.id
             continue
-        uid = obj.get("metadata", {}).get("uid", "")
+        uid = obj.get("metadata", {}).get("uid", "") or object_uid(origin)
         node = env.node or ""
 
         def spec(sub: int = 0, t: int = env.t, env: Envelope = env, **kw: Any) -> EventSpec:

@@ -70,6 +70,7 @@ class _Node:
     allocatable: dict[str, str] | None = None
     off_since: int | None = None
     changed: int = 0
+    origin: str = ""
 
 
 def _untaints(key: str, effect: str, taint_key: str, taint_effect: str) -> bool:
@@ -88,7 +89,7 @@ def fold_node(events: Iterable[Envelope], t_to: int) -> _Node:
             if data.get("object", {}).get("kind") != "Node":
                 continue
             if not n.exists:
-                n.exists, n.created = True, env.t
+                n.exists, n.created, n.origin = True, env.t, env.id
             n.raw = data["object"]
             n.untainted = []
         elif kind == "ObjectDeleted":
@@ -169,6 +170,8 @@ def node_object(n: _Node, instant: Instant) -> dict[str, Any] | None:
         return None
     raw = n.raw
     meta = copy.deepcopy(raw.get("metadata", {}))
+    if not meta.get("uid"):
+        meta["uid"] = facade_uid("object", n.origin)
     meta.setdefault("creationTimestamp", rfc3339(instant.start, n.created))
     meta["resourceVersion"] = resource_version(n.changed)
     spec = copy.deepcopy(raw.get("spec", {}))

@@ -40,6 +40,7 @@ class _Simple:
     created: int
     changed: int
     exists: bool = True
+    origin: str = ""
 
 
 def fold_simple(events: Iterable[Envelope], rejected: set[str], t_to: int) -> dict[str, _Simple]:
@@ -52,7 +53,7 @@ def fold_simple(events: Iterable[Envelope], rejected: set[str], t_to: int) -> di
         if env.type == "ObjectApplied":
             found = out.get(env.stream)
             if found is None or not found.exists:
-                out[env.stream] = _Simple(data["object"], env.t, env.t)
+                out[env.stream] = _Simple(data["object"], env.t, env.t, origin=env.id)
             else:
                 found.obj, found.changed = data["object"], env.t
         elif env.type == "ObjectDeleted" and env.stream in out:
@@ -63,6 +64,8 @@ def fold_simple(events: Iterable[Envelope], rejected: set[str], t_to: int) -> di
 def simple_object(s: _Simple, instant: Instant) -> dict[str, Any]:
     obj = copy.deepcopy(s.obj)
     meta = obj.setdefault("metadata", {})
+    if not meta.get("uid"):
+        meta["uid"] = facade_uid("object", s.origin)
     meta.setdefault("creationTimestamp", rfc3339(instant.start, s.created))
     meta["resourceVersion"] = resource_version(s.changed)
     return obj

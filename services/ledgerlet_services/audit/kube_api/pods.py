@@ -33,7 +33,7 @@ from typing import Any, Final
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.model.annotations import MANIFEST_PRIORITY_ANNOTATION, WORKLOAD_ANNOTATION
 from ledgerlet_core.model.duration import SECOND
-from ledgerlet_services.audit.kube_api.meta import Instant, resource_version, rfc3339
+from ledgerlet_services.audit.kube_api.meta import Instant, facade_uid, resource_version, rfc3339
 
 #: annotations ledgerlet adds for its own bookkeeping (the API server never had them)
 INTERNAL_ANNOTATIONS: Final = frozenset({MANIFEST_PRIORITY_ANNOTATION, WORKLOAD_ANNOTATION})
@@ -103,6 +103,14 @@ class _Pod:
     ended_by_kubelet: bool = False
     eviction_message: str = ""
     changed: int = 0
+    #: the event that carried the object (a uid for objects given without one)
+    origin: str = ""
+
+
+def object_uid(origin: str) -> str:
+    """The uid the API server gave an object submitted without one (an ``apply`` event's):
+    derived from the event that carried it, so every reader gives the same."""
+    return facade_uid("object", origin)
 
 
 def _data(env: Envelope) -> dict[str, Any]:
@@ -135,7 +143,7 @@ def _containers(raw: dict[str, Any]) -> dict[str, _Container]:
 def _fold_applied(p: _Pod, env: Envelope, data: dict[str, Any]) -> None:
     obj = data.get("object", {})
     if data.get("initial"):
-        p.raw, p.exists, p.created = obj, True, 0
+        p.raw, p.exists, p.created, p.origin = obj, True, 0, env.id
         p.containers = _containers(obj)
         status = obj.get("status", {})
         p.phase = status.get("phase", "Pending")
@@ -151,13 +159,13 @@ def _fold_applied(p: _Pod, env: Envelope, data: dict[str, Any]) -> None:
     elif p.exists and p.raw is not None:  # an update: metadata changes, the spec is immutable
         p.raw = {**p.raw, "metadata": obj.get("metadata", p.raw.get("metadata", {}))}
     else:
-        _reincarnate(p, obj)
+        _reincarnate(p, obj, env.id)
 
 
-def _reincarnate(p: _Pod, obj: dict[str, Any] | None) -> None:
+def _reincarnate(p: _Pod, obj: dict[str, Any] | None, origin: str) -> None:
     """A pod object submitted under a name whose last pod is gone (a StatefulSet's new
     ``db-0``): nothing of the old one carries over."""
-    fresh = _Pod(raw=obj, changed=p.changed)
+    fresh = _Pod(raw=obj, changed=p.changed, origin=origin)
     for name in fresh.__dataclass_fields__:
         setattr(p, name, getattr(fresh, name))
 
@@ -230,7 +238,7 @@ def fold_pod(events: Iterable[Envelope], t_to: int) -> _Pod:
             _fold_applied(p, env, data)
         elif kind == "ObjectCreated":
             if not p.exists:
-                _reincarnate(p, data.get("object"))
+                _reincarnate(p, data.get("object"), env.id)
         elif kind == "PodAdmitted":
             _fold_admitted(p, env, data)
         elif kind == "PodRejected":
@@ -336,6 +344,8 @@ def pod_object(p: _Pod, instant: Instant) -> dict[str, Any] | None:
     else:
         meta.pop("annotations", None)
     meta.setdefault("namespace", "default")
+    if not meta.get("uid"):
+        meta["uid"] = object_uid(p.origin)
     meta.setdefault("creationTimestamp", rfc3339(start, p.created))
     meta["resourceVersion"] = resource_version(p.changed)
     if p.deletion is not None:

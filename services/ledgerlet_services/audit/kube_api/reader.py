@@ -33,7 +33,7 @@ from ledgerlet_services.audit.kube_api.objects import (
     with_budget_status,
     with_quota_status,
 )
-from ledgerlet_services.audit.kube_api.pods import POD_TYPES, build_pod
+from ledgerlet_services.audit.kube_api.pods import POD_TYPES, build_pod, object_uid
 from ledgerlet_services.audit.kube_api.resources import Resource
 from ledgerlet_services.audit.kube_api.selectors import (
     FieldSelector,
@@ -283,9 +283,9 @@ class KubeReader:
         uids: dict[str, str] = {}
         if preemptors:
             for r in await self.store.read_pods(i.run, sorted(preemptors), t_to=t_to):
-                if r.envelope.type in ("ObjectApplied", "ObjectCreated") and r.envelope.pod not in uids:
+                if r.envelope.type in ("ObjectApplied", "ObjectCreated"):  # the newest pod of that name
                     obj = json.loads(bytes(r.envelope.data)).get("object", {})
-                    uids[r.envelope.pod or ""] = obj.get("metadata", {}).get("uid", "")
+                    uids[r.envelope.pod or ""] = obj.get("metadata", {}).get("uid", "") or object_uid(r.envelope.id)
         return [s for p in pods for s in ev.pod_event_specs(p, by_pod.get(p, []), uids)]
 
     async def _node_specs(self, i: Instant, nodes: Sequence[str], t_to: int) -> list[ev.EventSpec]:
