@@ -321,3 +321,74 @@ def test_the_token_guards_the_facade_too(tmp_path: Path) -> None:
         assert refused.status_code == 401 and refused.json()["reason"] == "Unauthorized"
         ok = c.get(k8s(RUN, "end", "/api/v1/pods"), headers={"Authorization": "Bearer s3cret"})
         assert ok.status_code == 200 and ok.json()["items"]
+
+
+def _many_pods(nodes: int, per_node: int) -> str:
+    objects: list[dict[str, Any]] = []
+    for n in range(nodes):
+        node = f"n{n}"
+        objects.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Node",
+                "metadata": {"name": node},
+                "status": {"capacity": {"cpu": "64", "memory": "256Gi", "pods": "110"}},
+            }
+        )
+        for i in range(per_node):
+            container = {"name": "app", "image": "app:v1", "resources": {"requests": {"cpu": "10m"}}}
+            spec = {"nodeName": node, "containers": [container]}
+            objects.append(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {"name": f"{node}-p{i}", "namespace": f"ns{i % 3}"},
+                    "spec": spec,
+                }
+            )
+    doc = {
+        "apiVersion": "ledgerlet/v1",
+        "kind": "Scenario",
+        "metadata": {"name": "many"},
+        "spec": {"duration": "10s", "objects": objects},
+    }
+    return json.dumps(doc)
+
+
+def test_a_listing_reads_the_store_a_page_at_a_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from ledgerlet_core.scenario.load import load_scenario
+    from ledgerlet_services.audit.kube_api.reader import CHUNK
+    from ledgerlet_services.runtime.embedded import run_embedded
+    from ledgerlet_store.store import EventStore
+
+    dsn = f"sqlite:///{tmp_path / 'events.db'}"
+
+    async def run() -> int:
+        async with await EventStore.open(dsn) as store:
+            await run_embedded(load_scenario(_many_pods(4, 100), "many.json"), store, run="many")
+            return await store.count("many")
+
+    stored = asyncio.run(run())
+    reads: list[int] = []
+    fetch = EventStore._fetch
+
+    async def counted(self: EventStore, q: Any) -> Any:
+        rows = await fetch(self, q)
+        reads.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(EventStore, "_fetch", counted)
+    with TestClient(create_app(dsn)) as c:
+        c.get(k8s("many", "end", "/api/v1/pods"), params={"limit": 1})  # (the run's start, cached)
+        reads.clear()
+        page = c.get(k8s("many", "end", "/api/v1/pods"), params={"limit": 20}).json()
+        assert len(page["items"]) == 20 and page["metadata"]["continue"]
+        assert sum(reads) <= 2 * 21 < stored / 4  # the page's pods' events (and one more), not the run
+        reads.clear()
+        everything = c.get(k8s("many", "end", "/api/v1/pods")).json()["items"]
+        assert len(everything) == 400
+        assert max(reads) <= CHUNK < len(everything)  # streamed a chunk at a time
+        reads.clear()
+        namespace = c.get(k8s("many", "end", "/api/v1/namespaces/ns1/pods"), params={"limit": 10}).json()
+        assert {p["metadata"]["namespace"] for p in namespace["items"]} == {"ns1"}
+        assert len(namespace["items"]) == 10 and sum(reads) <= 2 * 11

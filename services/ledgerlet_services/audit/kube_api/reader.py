@@ -124,7 +124,9 @@ class KubeReader:
             by_pod[r.envelope.pod or ""].append(r.envelope)
         return {k: build_pod(by_pod.get(k, []), i) for k in keys}
 
-    async def _pod_key_chunks(self, i: Instant, q: Query, after: str | None) -> AsyncIterator[list[str]]:
+    async def _pod_key_chunks(
+        self, i: Instant, q: Query, after: str | None, first: int = CHUNK
+    ) -> AsyncIterator[list[str]]:
         prefix = f"{q.namespace}/" if q.namespace else None
         node = q.fields.wanted("spec.nodeName")
         if node is not None:  # describe node's listing: the node's pods, from the node index
@@ -136,17 +138,19 @@ class KubeReader:
             for n in range(0, len(keys), CHUNK):
                 yield keys[n : n + CHUNK]
             return
+        size = first
         while True:
-            keys = await self.store.pod_keys(i.run, after=after, prefix=prefix, limit=CHUNK)
+            keys = await self.store.pod_keys(i.run, after=after, prefix=prefix, limit=size)
             if not keys:
                 return
             yield keys
-            after = keys[-1]
+            after, size = keys[-1], CHUNK
 
     async def scan_pods(
-        self, i: Instant, q: Query, after: str | None
+        self, i: Instant, q: Query, after: str | None, first: int = CHUNK
     ) -> AsyncIterator[tuple[str, dict[str, Any] | None]]:
-        async for keys in self._pod_key_chunks(i, q, after):
+        """``first``: how many pods the first read takes (a page's limit and one to see past it)."""
+        async for keys in self._pod_key_chunks(i, q, after, first):
             for key, obj in (await self._pods_of(i, keys)).items():
                 yield key, obj if obj is not None and _matches(obj, q, pod_fields(obj)) else None
 
@@ -390,12 +394,12 @@ class KubeReader:
         return None
 
     def scan(
-        self, resource: Resource, i: Instant, q: Query, after: Any
+        self, resource: Resource, i: Instant, q: Query, after: Any, limit: int | None = None
     ) -> AsyncIterator[tuple[Any, dict[str, Any] | None]]:
         if resource.kind != "Event":
             after = _key_after(after)
         if resource.kind == "Pod":
-            return self.scan_pods(i, q, after)
+            return self.scan_pods(i, q, after, CHUNK if limit is None else min(CHUNK, limit + 1))
         if resource.kind == "Node":
             return self.scan_nodes(i, q, after)
         if resource.kind == "Namespace":
@@ -415,7 +419,7 @@ class KubeReader:
         scanned = 0
         count = 0
         last_key: Any = None
-        async for key, obj in self.scan(resource, i, q, after):
+        async for key, obj in self.scan(resource, i, q, after, limit):
             if obj is not None:
                 # items of one key (an event record's events) never straddle two pages
                 if limit is not None and count >= limit and key != last_key:
