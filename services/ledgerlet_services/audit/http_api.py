@@ -2,7 +2,9 @@
 
 ``/v1/runs/{run}/...``: ``run`` is a run id or ``latest``. Errors are RFC 9457
 ``application/problem+json``. With a token configured every ``/v1`` route wants
-``Authorization: Bearer TOKEN``; ``/healthz`` and ``/readyz`` never do.
+``Authorization: Bearer TOKEN``; ``/healthz`` and ``/readyz`` never do. Beside it,
+``/k8s/{run}/{at}/...`` is a read-only Kubernetes API over the same store (``kube_api``),
+behind the same token.
 """
 
 from __future__ import annotations
