@@ -497,7 +497,8 @@ class EventStore:
     async def read_nodes(
         self, run: str, nodes: Sequence[str], *, types: Sequence[str], t_to: int | None = None
     ) -> list[StoredEvent]:
-        """Some nodes' inputs and decisions of ``types`` up to ``t_to``, in decision order."""
+        """Some nodes' own inputs and decisions of ``types`` up to ``t_to`` (not those about
+        their pods, which carry the node too), in decision order."""
         out: list[StoredEvent] = []
         wanted = list(dict.fromkeys(nodes))
         for i in range(0, len(wanted), 500):
@@ -506,6 +507,7 @@ class EventStore:
                 events.c.node.in_(wanted[i : i + 500]),
                 events.c.kind != sa.literal(INTERNAL, literal_execute=True),
                 events.c.type.in_(list(types)),
+                events.c.pod.is_(None),
             )
             out.extend(await self._fetch(_window(q, None, t_to).order_by(events.c.t, events.c.order_key)))
         return sorted(out, key=lambda e: (e.envelope.t, order_key(e.envelope.order), e.position))

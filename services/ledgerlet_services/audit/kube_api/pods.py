@@ -201,9 +201,11 @@ def _fold_ending(p: _Pod, env: Envelope, data: dict[str, Any]) -> None:
     p.message = p.eviction_message if reason == "Evicted" else data.get("message", "")
     if reason == "NodeShutdown":
         _condition(p, "DisruptionTarget", "True", env.t, "TerminationByKubelet", p.message)
-    for kind in ("PodReadyToStartContainers", "Ready", "ContainersReady"):
+    for kind in ("Ready", "ContainersReady"):  # (status.GeneratePodReadyCondition: a terminal pod)
         if kind in p.conditions:
             _condition(p, kind, "False", env.t, "PodFailed")
+    if "PodReadyToStartContainers" in p.conditions:  # the sandbox is gone
+        _condition(p, "PodReadyToStartContainers", "False", env.t)
 
 
 def _fold_oom(p: _Pod, env: Envelope, data: dict[str, Any]) -> None:
