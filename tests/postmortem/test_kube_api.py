@@ -21,6 +21,7 @@ from tests.postmortem.conftest import EVICTED, RUN, record
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 OOS = "out-of-service"
 PREEMPTION = "preemption"
+KATA = "kata"
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
@@ -31,6 +32,7 @@ def kube(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         asyncio.run(record(dsn))
         asyncio.run(record(dsn, "out-of-service-statefulset.yaml", run=OOS))
         asyncio.run(record(dsn, "preemption-with-pdb.yaml", run=PREEMPTION))
+        asyncio.run(record(dsn, "pod-overhead-kata-fc.yaml", run=KATA))
         with TestClient(create_app(dsn)) as c:
             yield c
 
@@ -278,6 +280,34 @@ def test_a_name_used_again_is_a_new_pod_and_preemption_shows_on_both_sides(kube:
     assert len(events) == len(preempted)
     assert events[0]["message"] == f"Preempted by pod {preemptor['metadata']['uid']} on node {victim['node']}"
     assert events[0]["action"] == "Preempting" and events[0]["eventTime"] and events[0]["firstTimestamp"] is None
+
+
+def test_budgets_quotas_and_classes_with_the_status_their_controllers_write(kube: TestClient) -> None:
+    def cpu(text: str) -> int:
+        return int(text[:-1]) if text.endswith("m") else int(float(text) * 1000)
+
+    (pdb,) = items(kube, k8s(PREEMPTION, "5s", "/apis/policy/v1/poddisruptionbudgets"))
+    selector = pdb["spec"]["selector"]["matchLabels"]
+    pods = items(kube, k8s(PREEMPTION, "5s", "/api/v1/namespaces/default/pods"))
+    matching = [p for p in pods if selector.items() <= p["metadata"].get("labels", {}).items()]
+    status = pdb["status"]
+    assert status["expectedPods"] == status["currentHealthy"] == len(matching)
+    assert status["disruptionsAllowed"] == max(0, len(matching) - pdb["spec"]["minAvailable"])
+    (quota,) = items(kube, k8s(KATA, "end", "/api/v1/resourcequotas"))
+    sandbox = items(kube, k8s(KATA, "end", f"/api/v1/namespaces/{quota['metadata']['namespace']}/pods"))
+    live = [p for p in sandbox if p["status"]["phase"] not in ("Succeeded", "Failed")]
+    requested = sum(
+        cpu(c["resources"].get("requests", {}).get("cpu", "0")) for p in live for c in p["spec"]["containers"]
+    ) + sum(cpu(p["spec"].get("overhead", {}).get("cpu", "0")) for p in live)
+    assert cpu(quota["status"]["used"]["requests.cpu"]) == requested > 0
+    assert quota["status"]["hard"] == {k: str(v) for k, v in quota["spec"]["hard"].items()}
+    (runtime_class,) = items(kube, k8s(KATA, "end", "/apis/node.k8s.io/v1/runtimeclasses"))
+    assert {p["spec"].get("runtimeClassName") for p in live} == {runtime_class["metadata"]["name"]}
+    classes = {
+        c["metadata"]["name"]: c["value"]
+        for c in items(kube, k8s(PREEMPTION, "end", "/apis/scheduling.k8s.io/v1/priorityclasses"))
+    }
+    assert classes["system-node-critical"] == 2000001000 and {"high", "low"} <= classes.keys()
 
 
 def test_every_write_is_refused_and_every_error_is_a_status(kube: TestClient) -> None:

@@ -68,6 +68,9 @@ def simple_object(s: _Simple, instant: Instant) -> dict[str, Any]:
         meta["uid"] = facade_uid("object", s.origin)
     meta.setdefault("creationTimestamp", rfc3339(instant.start, s.created))
     meta["resourceVersion"] = resource_version(s.changed)
+    if obj.get("kind") == "PriorityClass":  # what the API server's defaulting and encoding write
+        obj.setdefault("value", 0)
+        obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
     return obj
 
 
