@@ -86,7 +86,7 @@ def add_parsers(sub: Any) -> None:
     kube.add_argument(
         "--certificate-authority",
         type=Path,
-        help="the CA (PEM) that signed an https server's certificate (a self-signed one: the certificate)",
+        help="the CA (PEM) that signed the https server's certificate",
     )
 
     runs = sub.add_parser("runs", help="the runs in a store, newest first, with how each ended")

@@ -71,7 +71,7 @@ def kubeconfig(
         # getUserIdentificationPartialConfig): over http kubectl would send no token at all
         raise InputError(
             "kubectl sends a bearer token only over TLS: serve with --tls-cert-file and --tls-private-key-file "
-            "and give --server https://... (with --certificate-authority for a self-signed certificate)"
+            "and give --server https://... (with --certificate-authority for a certificate of your own CA)"
         )
     tls = None
     if certificate_authority is not None:
