@@ -147,6 +147,7 @@ class EventStore:
         self._lock = asyncio.Lock()
         #: the version of each stream this store last wrote (PostgreSQL's fast append)
         self._stream_versions: OrderedDict[str, int] = OrderedDict()
+        self._byte_ordered: bool | None = None
 
     # -- lifecycle ---------------------------------------------------------------
     @classmethod
@@ -480,6 +481,140 @@ class EventStore:
                 q = sa.select(table.c.pod).where(table.c.run == run, table.c.pod.like(f"%/{escaped}", escape="\\"))
                 found.update(row[0] for row in await conn.execute(q.distinct()))
         return sorted(p for p in found if p.rsplit("/", 1)[-1] == name)  # (SQLite's LIKE ignores case)
+
+    # -- reads for the Kubernetes API facade: one page of objects at a time -----------------
+    async def pod_keys(
+        self, run: str, *, after: str | None = None, prefix: str | None = None, limit: int = 500
+    ) -> list[str]:
+        """The pods (``namespace/name``) a run holds anything about, in key order after
+        ``after``; with ``prefix`` (``namespace/``) those of one namespace. One page, from
+        the pod index (a listing never reads every pod of a large run at once)."""
+        q = sa.select(events.c.pod).where(events.c.run == run, events.c.pod.is_not(None))
+        if after is not None:
+            q = q.where(events.c.pod > after)
+        if prefix:
+            q = q.where(events.c.pod >= prefix, sa.func.substr(events.c.pod, 1, len(prefix)) == prefix)
+            if await self.byte_ordered():  # the namespace's keys end where the next character begins
+                q = q.where(events.c.pod < prefix[:-1] + chr(ord(prefix[-1]) + 1))
+        q = q.distinct().order_by(events.c.pod).limit(limit)
+        async with self.engine.connect() as conn:
+            return [row[0] for row in await conn.execute(q)]
+
+    async def pods_on_node(self, run: str, node: str) -> list[str]:
+        """Every pod a run bound to, or refused on, ``node`` (``spec.nodeName`` listings)."""
+        q = (
+            sa.select(events.c.pod)
+            .where(
+                events.c.run == run,
+                events.c.node == node,
+                events.c.kind != sa.literal(INTERNAL, literal_execute=True),
+                events.c.pod.is_not(None),
+            )
+            .distinct()
+            .order_by(events.c.pod)
+        )
+        async with self.engine.connect() as conn:
+            return [row[0] for row in await conn.execute(q)]
+
+    async def read_pods(self, run: str, pods: Sequence[str], *, t_to: int | None = None) -> list[StoredEvent]:
+        """Everything recorded about some pods up to ``t_to``, by pod, in decision order."""
+        out: list[StoredEvent] = []
+        wanted = list(dict.fromkeys(pods))
+        for i in range(0, len(wanted), 500):
+            q = sa.select(events).where(
+                events.c.run == run, events.c.pod.is_not(None), events.c.pod.in_(wanted[i : i + 500])
+            )
+            q = _window(q, None, t_to).order_by(events.c.pod, events.c.t, events.c.order_key)
+            out.extend(await self._fetch(q))
+        return out
+
+    async def read_nodes(
+        self, run: str, nodes: Sequence[str], *, types: Sequence[str], t_to: int | None = None
+    ) -> list[StoredEvent]:
+        """Some nodes' own inputs and decisions of ``types`` up to ``t_to`` (not those about
+        their pods, which carry the node too), in decision order."""
+        out: list[StoredEvent] = []
+        wanted = list(dict.fromkeys(nodes))
+        for i in range(0, len(wanted), 500):
+            q = sa.select(events).where(
+                events.c.run == run,
+                events.c.node.in_(wanted[i : i + 500]),
+                events.c.kind != sa.literal(INTERNAL, literal_execute=True),
+                events.c.type.in_(list(types)),
+                events.c.pod.is_(None),
+            )
+            out.extend(await self._fetch(_window(q, None, t_to).order_by(events.c.t, events.c.order_key)))
+        return sorted(out, key=lambda e: (e.envelope.t, order_key(e.envelope.order), e.position))
+
+    async def read_streams(
+        self, run: str, streams: Sequence[str], *, types: Sequence[str], t_to: int | None = None
+    ) -> list[StoredEvent]:
+        """Events of ``types`` on some streams up to ``t_to`` (internal ones too: a node's
+        published status), in decision order."""
+        out: list[StoredEvent] = []
+        wanted = [stream_id(run, s) for s in dict.fromkeys(streams)]
+        for i in range(0, len(wanted), 500):
+            q = sa.select(events).where(events.c.stream.in_(wanted[i : i + 500]), events.c.type.in_(list(types)))
+            out.extend(await self._fetch(_window(q, None, t_to)))
+        return sorted(out, key=lambda e: (e.envelope.t, order_key(e.envelope.order), e.position))
+
+    async def read_stream_range(
+        self, run: str, prefix: str, *, types: Sequence[str], t_to: int | None = None
+    ) -> list[StoredEvent]:
+        """Events of ``types`` on every stream whose name starts with ``prefix`` (the
+        ``object/PriorityClass/`` streams), up to ``t_to``, in decision order."""
+        low = stream_id(run, prefix)
+        q = sa.select(events).where(
+            events.c.stream >= low,
+            sa.func.substr(events.c.stream, 1, len(low)) == low,
+            events.c.type.in_(list(types)),
+        )
+        if await self.byte_ordered():
+            q = q.where(events.c.stream < low[:-1] + chr(ord(low[-1]) + 1))
+        return await self._fetch(_window(q, None, t_to).order_by(events.c.t, events.c.order_key, events.c.position))
+
+    async def list_run_events(
+        self,
+        run: str,
+        *,
+        types: Sequence[str],
+        after: tuple[int, str, int] | None = None,
+        t_to: int | None = None,
+        scope: str = "decisions",
+        limit: int = 500,
+    ) -> list[StoredEvent]:
+        """A page of a run's events of ``types`` in decision order after a keyset cursor
+        ``(t, order_key, position)``, up to ``t_to``. ``scope`` says which index serves it:
+        ``decisions`` (the decisions index), ``inputs`` (inputs by type) or ``pods``
+        (events about a pod, internal ones too: through the pod index)."""
+        q = sa.select(events).where(events.c.run == run, events.c.type.in_(list(types)))
+        if scope == "decisions":
+            q = q.where(events.c.kind == sa.literal(DECISION, literal_execute=True))
+        elif scope == "inputs":
+            q = q.where(events.c.kind != sa.literal(INTERNAL, literal_execute=True))
+        else:
+            q = q.where(events.c.pod.is_not(None))
+        q = _window(q, None, t_to)
+        if after is not None:
+            t, key, position = after
+            q = q.where(
+                sa.tuple_(events.c.t, events.c.order_key, events.c.position)
+                > sa.tuple_(sa.literal(t), sa.literal(key), sa.literal(position))
+            )
+        return await self._fetch(q.order_by(events.c.t, events.c.order_key, events.c.position).limit(limit))
+
+    async def byte_ordered(self) -> bool:
+        """Whether text sorts byte by byte here (SQLite; PostgreSQL with the C collation),
+        so that a key range can end a prefix; otherwise prefix reads only filter."""
+        if self._byte_ordered is None:
+            if self.dialect != "postgresql":
+                self._byte_ordered = True
+            else:
+                q = sa.text("SELECT datcollate FROM pg_database WHERE datname = current_database()")
+                async with self.engine.connect() as conn:
+                    collation = str((await conn.execute(q)).scalar_one())
+                self._byte_ordered = collation in ("C", "POSIX") or collation.startswith("C.")
+        return self._byte_ordered
 
     async def read_node(
         self,

@@ -356,7 +356,14 @@ def _audit_service(args: argparse.Namespace) -> int:
         publish_docs=os.environ.get("LEDGERLET_API_PUBLISH_DOCS", "") == "1",
     )
     port = int(os.environ.get("LEDGERLET_API_PORT", "8080"))
-    config = uvicorn.Config(app, host=os.environ.get("LEDGERLET_API_HOST", "0.0.0.0"), port=port, log_level="info")
+    cert, key = os.environ.get("LEDGERLET_API_TLS_CERT_FILE"), os.environ.get("LEDGERLET_API_TLS_PRIVATE_KEY_FILE")
+    if bool(cert) != bool(key):
+        error("LEDGERLET_API_TLS_CERT_FILE and LEDGERLET_API_TLS_PRIVATE_KEY_FILE go together")
+        return EXIT_BAD_INPUT
+    host = os.environ.get("LEDGERLET_API_HOST", "0.0.0.0")
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="info", ssl_certfile=cert or None, ssl_keyfile=key or None
+    )
     server = _server_class()(config)
 
     async def main() -> None:

@@ -1,4 +1,4 @@
-"""The post-mortem commands: serve, replay, whatif, explain, report, import."""
+"""The post-mortem commands: serve, kubeconfig, replay, whatif, explain, report, import."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from ledgerlet_store.dsn import DEFAULT_DSN, sqlite_path
 from ledgerlet_store.store import EventStore
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
-COMMANDS = ("serve", "runs", "replay", "whatif", "explain", "report", "import", "collect")
+COMMANDS = ("serve", "kubeconfig", "runs", "replay", "whatif", "explain", "report", "import", "collect")
 
 
 def _store_arg(p: argparse.ArgumentParser) -> None:
@@ -56,9 +56,37 @@ def add_parsers(sub: Any) -> None:
         "--token-file", type=Path, help="require this bearer token (also LEDGERLET_API_TOKEN; none: open)"
     )
     serve.add_argument(
+        "--tls-cert-file",
+        type=Path,
+        default=os.environ.get("LEDGERLET_API_TLS_CERT_FILE") or None,
+        help="serve HTTPS with this certificate (PEM; kubectl sends a bearer token only over TLS)",
+    )
+    serve.add_argument(
+        "--tls-private-key-file",
+        type=Path,
+        default=os.environ.get("LEDGERLET_API_TLS_PRIVATE_KEY_FILE") or None,
+        help="the certificate's private key (PEM)",
+    )
+    serve.add_argument(
         "--publish-docs",
         action="store_true",
         help="serve /docs and /openapi.json without the token (with a token they are behind it by default)",
+    )
+
+    kube = sub.add_parser(
+        "kubeconfig",
+        help="a kubeconfig for kubectl against a stored run at one instant (served by ledgerlet serve)",
+        description="Prints a kubeconfig whose current context is RUN at AT on the audit API at --server: "
+        "kubectl get/describe/watch then read the run as the API server held it then.",
+    )
+    kube.add_argument("--server", required=True, help="the audit API, e.g. http://127.0.0.1:8080")
+    kube.add_argument("--run", help="run id or a prefix of one (default: the newest completed run)")
+    kube.add_argument("--at", default="end", help="the instant: a duration into the run (5m, 90s) or end (default)")
+    kube.add_argument("--token-file", type=Path, help="the bearer token the server wants (referred to, not copied)")
+    kube.add_argument(
+        "--certificate-authority",
+        type=Path,
+        help="the CA (PEM) that signed the https server's certificate",
     )
 
     runs = sub.add_parser("runs", help="the runs in a store, newest first, with how each ended")
@@ -138,6 +166,8 @@ def _add_collect(sub: Any) -> None:
 def dispatch(args: argparse.Namespace, console: Console) -> int:
     if args.command == "serve":
         return _serve(args, console)
+    if args.command == "kubeconfig":
+        return _kubeconfig(args)
     if args.command == "import":
         return _import(args, console)
     if args.command == "collect":
@@ -154,10 +184,56 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
     token = os.environ.get("LEDGERLET_API_TOKEN") or None
     if args.token_file is not None:
         token = args.token_file.read_text(encoding="utf-8").strip() or None
+    tls = tls_files(args.tls_cert_file, args.tls_private_key_file)
+    if isinstance(tls, str):
+        error(tls)
+        return EXIT_BAD_INPUT
     docs = "OpenAPI: /docs" if not token or args.publish_docs else "OpenAPI: /openapi.json, with the token"
-    console.print(f"audit API on http://{args.host}:{args.port} ({docs}){'' if token else ', no token'}")
+    scheme = "https" if tls else "http"
+    console.print(f"audit API on {scheme}://{args.host}:{args.port} ({docs}){'' if token else ', no token'}")
+    console.print(f"kubectl: ledgerlet kubeconfig --server {scheme}://{args.host}:{args.port} > kubeconfig")
     app = create_app(args.store, token=token, publish_docs=args.publish_docs)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="info")
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level="info",
+        ssl_certfile=str(tls[0]) if tls else None,
+        ssl_keyfile=str(tls[1]) if tls else None,
+    )
+    return EXIT_OK
+
+
+def tls_files(cert: Path | None, key: Path | None) -> tuple[Path, Path] | str | None:
+    """Both files (HTTPS), neither (HTTP), or what is wrong with them."""
+    if cert is None and key is None:
+        return None
+    if cert is None or key is None:
+        return "--tls-cert-file and --tls-private-key-file go together"
+    for path in (cert, key):
+        if not path.is_file():
+            return f"no file {path}"
+    return cert, key
+
+
+def _kubeconfig(args: argparse.Namespace) -> int:
+    from ledgerlet_services.app.kube_context import Unreachable, kubeconfig
+
+    try:
+        text = kubeconfig(
+            args.server,
+            run=args.run,
+            at=args.at,
+            token_file=args.token_file,
+            certificate_authority=args.certificate_authority,
+        )
+        print(text, end="")
+    except InputError as exc:
+        error(str(exc))
+        return EXIT_BAD_INPUT
+    except Unreachable as exc:
+        error(str(exc))
+        return EXIT_MISMATCH
     return EXIT_OK
 
 

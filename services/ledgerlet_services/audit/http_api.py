@@ -2,7 +2,9 @@
 
 ``/v1/runs/{run}/...``: ``run`` is a run id or ``latest``. Errors are RFC 9457
 ``application/problem+json``. With a token configured every ``/v1`` route wants
-``Authorization: Bearer TOKEN``; ``/healthz`` and ``/readyz`` never do.
+``Authorization: Bearer TOKEN``; ``/healthz`` and ``/readyz`` never do. Beside it,
+``/k8s/{run}/{at}/...`` is a read-only Kubernetes API over the same store (``kube_api``),
+behind the same token.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from starlette.exceptions import HTTPException
 
 from ledgerlet_services.audit import api_models as api
 from ledgerlet_services.audit.api_contract import PROBLEM, ApiMetrics, with_problem_responses
+from ledgerlet_services.audit.kube_api.app import PREFIX as KUBE_PREFIX
+from ledgerlet_services.audit.kube_api.app import create_kube_app
 from ledgerlet_services.audit.queries import DEFAULT_PAGE, MAX_PAGE, Audit, BadCursor, BadFilter, NotFound
 from ledgerlet_store.store import EventStore
 
@@ -314,4 +318,11 @@ def create_app(
         events = await a.node_timeline(run, name, t_from=t_from, t_to=t_to, limit=limit)
         return {"run": run, "node": name, "events": events}
 
+    # kubectl against the past: the Kubernetes API over the same store, behind the same token
+    app.mount(KUBE_PREFIX, create_kube_app(lambda: _audit_of(app), token))
     return app
+
+
+def _audit_of(app: FastAPI) -> Audit:
+    found: Audit = app.state.audit
+    return found
