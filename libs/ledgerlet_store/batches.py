@@ -1,7 +1,8 @@
 """Stored input batches, read as the inputs they carry.
 
 An ``InputBatch`` is stored as one row (a node's starting pods: one write instead of
-hundreds), and its members are listed in ``batch_members`` (id, pod, the row). Every
+hundreds), and the pods' inputs among its members are listed in ``batch_members`` (id,
+type, instant, place, node, pod, the row). Every
 read of the store hands out members, never the batch: a member is a
 :class:`~ledgerlet_store.store.StoredEvent` of its own, at the batch's position, so a
 reader sees exactly the events single inputs would have stored.
@@ -13,6 +14,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ledgerlet_core.contracts import order
 from ledgerlet_core.contracts.batch import BATCH, BATCHABLE, expand, members_of
 from ledgerlet_core.contracts.envelope import Envelope
 
@@ -45,9 +47,24 @@ def in_decision_order(rows: list[StoredEvent]) -> list[StoredEvent]:
 
 
 def member_rows(batches: Sequence[tuple[Envelope, int]]) -> list[dict[str, Any]]:
-    """``batch_members`` rows for stored batches and their positions."""
+    """``batch_members`` rows for stored batches and their positions: their pods' inputs."""
     return [
-        {"event_id": m.id, "run": env.run, "pod": m.pod, "position": position}
+        {
+            "event_id": m.id,
+            "run": env.run,
+            "type": m.type,
+            "t": env.t,
+            "order_key": order_key([order.INPUTS, m.index]),
+            "node": m.node,
+            "pod": m.pod,
+            "position": position,
+        }
         for env, position in batches
         for m in members_of(env)
+        if m.pod is not None
     ]
+
+
+def order_key(order_path: Sequence[int]) -> str:
+    """A string that sorts like the order path (prefixes first): the store's ``order_key``."""
+    return ".".join(f"{i:010d}" for i in order_path)

@@ -46,15 +46,22 @@ _partial("ix_events_run_node_t", _NOT_INTERNAL, events.c.run, events.c.node, eve
 _partial("ix_events_run_pod_t", _WITH_POD, events.c.run, events.c.pod, events.c.t)
 _partial("ix_events_run_starts", _RUN_STARTS, events.c.position)
 
-#: The members of stored input batches (``InputBatch``, one row in ``events`` for a node's
-#: pods): each member's id and pod, and the position of the row that carries it, so a
-#: member is found by id or by pod without reading every batch (migration 0003).
+#: The pods' inputs inside stored input batches (``InputBatch``: one row in ``events`` for a
+#: node's starting pods): each one's id, run, type, instant, place, node and pod, and the
+#: position of the row that carries it. Reads by id, by pod, by node and in decision order
+#: find them here without reading every batch (migration 0003). A batch's other members
+#: (the pods' usage entries) are read with their batch: nothing asks for them alone.
 batch_members = sa.Table(
     "batch_members",
     metadata,
     sa.Column("event_id", sa.String(36), primary_key=True),
     sa.Column("run", sa.String(64), nullable=False),
-    sa.Column("pod", sa.String(512)),
+    sa.Column("type", sa.String(64), nullable=False),
+    sa.Column("t", sa.BigInteger, nullable=False),
+    sa.Column("order_key", sa.String(512), nullable=False),
+    sa.Column("node", sa.String(253)),
+    sa.Column("pod", sa.String(512), nullable=False),
     sa.Column("position", PositionType, nullable=False),
 )
 sa.Index("ix_batch_members_run_pod", batch_members.c.run, batch_members.c.pod)
+sa.Index("ix_batch_members_run_t", batch_members.c.run, batch_members.c.t, batch_members.c.order_key)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -33,7 +33,7 @@ from ledgerlet_core.contracts.batch import BATCH, BATCHABLE
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import INTERNAL_TYPES
 from ledgerlet_core.contracts.registry import DECISION, INPUT, INTERNAL
-from ledgerlet_store.batches import expanded, in_decision_order, member_rows, with_batches
+from ledgerlet_store.batches import expanded, in_decision_order, member_rows, order_key, with_batches
 from ledgerlet_store.dsn import async_url, describe
 from ledgerlet_store.schema import batch_members, events
 
@@ -122,11 +122,6 @@ class StoredEvent:
     version: int
     recorded_at: datetime
     envelope: Envelope
-
-
-def order_key(order: Sequence[int]) -> str:
-    """A string that sorts like the order path (prefixes first)."""
-    return ".".join(f"{i:010d}" for i in order)
 
 
 def _decode_order(key: str) -> list[int]:
@@ -315,7 +310,7 @@ class EventStore:
         rows = member_rows([(b, positions[b.id]) for b in {b.id: b for b in batches}.values()])
         if self.dialect == "postgresql":
             raw: Any = (await conn.get_raw_connection()).driver_connection
-            columns = ("event_id", "run", "pod", "position")
+            columns = ("event_id", "run", "type", "t", "order_key", "node", "pod", "position")
             await raw.copy_records_to_table(
                 "batch_members", records=[tuple(r[c] for c in columns) for r in rows], columns=columns
             )
@@ -426,7 +421,7 @@ class EventStore:
         missing = set(wanted) - {e.envelope.id for e in out}
         if missing:  # members of stored batches
             positions = sa.select(batch_members.c.position).where(batch_members.c.event_id.in_(sorted(missing)))
-            batches = await self._fetch(sa.select(events).where(events.c.position.in_(positions)))
+            batches = await self._fetch(sa.select(events).where(events.c.position.in_(positions.distinct())))
             out.extend(expanded(batches, lambda e: e.id in missing))
         return sorted(out, key=lambda e: e.position)
 
@@ -465,11 +460,8 @@ class EventStore:
         """Everything recorded about one pod (``namespace/name``), in decision order."""
         q = sa.select(events).where(events.c.run == run, events.c.pod == pod)
         rows = await self._fetch(q.order_by(events.c.t, events.c.order_key))
-        positions = sa.select(batch_members.c.position).where(batch_members.c.run == run, batch_members.c.pod == pod)
-        batches = await self._fetch(sa.select(events).where(events.c.position.in_(positions)))
-        if not batches:
-            return rows
-        return in_decision_order([*rows, *expanded(batches, lambda e: e.pod == pod)])
+        members = await self._members(run, lambda e: e.pod == pod, batch_members.c.pod == pod)
+        return in_decision_order([*rows, *members]) if members else rows
 
     async def pods_named(self, run: str, name: str) -> list[str]:
         """The pods (``namespace/name``) of ``run`` called ``name``, in any namespace: what a
@@ -497,8 +489,17 @@ class EventStore:
             if await self.byte_ordered():  # the namespace's keys end where the next character begins
                 q = q.where(events.c.pod < prefix[:-1] + chr(ord(prefix[-1]) + 1))
         q = q.distinct().order_by(events.c.pod).limit(limit)
-        async with self.engine.connect() as conn:
-            return [row[0] for row in await conn.execute(q)]
+        m = sa.select(batch_members.c.pod).where(batch_members.c.run == run)
+        if after is not None:
+            m = m.where(batch_members.c.pod > after)
+        if prefix:
+            m = m.where(batch_members.c.pod >= prefix, sa.func.substr(batch_members.c.pod, 1, len(prefix)) == prefix)
+            if await self.byte_ordered():
+                m = m.where(batch_members.c.pod < prefix[:-1] + chr(ord(prefix[-1]) + 1))
+        m = m.distinct().order_by(batch_members.c.pod).limit(limit)
+        async with self.engine.connect() as conn:  # (the pods in events, and those only in batches)
+            keys = {row[0] for row in await conn.execute(q)} | {row[0] for row in await conn.execute(m)}
+        return sorted(keys)[:limit]
 
     async def pods_on_node(self, run: str, node: str) -> list[str]:
         """Every pod a run bound to, or refused on, ``node`` (``spec.nodeName`` listings)."""
@@ -514,7 +515,15 @@ class EventStore:
             .order_by(events.c.pod)
         )
         async with self.engine.connect() as conn:
-            return [row[0] for row in await conn.execute(q)]
+            keys = {row[0] for row in await conn.execute(q)}
+        batches = sa.select(events).where(
+            events.c.run == run,
+            events.c.node == node,
+            events.c.kind != sa.literal(INTERNAL, literal_execute=True),
+            events.c.type == sa.literal(BATCH, literal_execute=True),
+        )
+        keys.update(e.envelope.pod for e in expanded(await self._fetch(batches)) if e.envelope.pod is not None)
+        return sorted(keys)
 
     async def read_pods(self, run: str, pods: Sequence[str], *, t_to: int | None = None) -> list[StoredEvent]:
         """Everything recorded about some pods up to ``t_to``, by pod, in decision order."""
@@ -526,7 +535,9 @@ class EventStore:
             )
             q = _window(q, None, t_to).order_by(events.c.pod, events.c.t, events.c.order_key)
             out.extend(await self._fetch(q))
-        return out
+            chunk = set(wanted[i : i + 500])
+            out.extend(await self._members(run, _pod_in(chunk), batch_members.c.pod.in_(chunk), t_to=t_to))
+        return sorted(out, key=lambda e: (e.envelope.pod or "", e.envelope.t, e.envelope.order))
 
     async def read_nodes(
         self, run: str, nodes: Sequence[str], *, types: Sequence[str], t_to: int | None = None
@@ -601,7 +612,35 @@ class EventStore:
                 sa.tuple_(events.c.t, events.c.order_key, events.c.position)
                 > sa.tuple_(sa.literal(t), sa.literal(key), sa.literal(position))
             )
-        return await self._fetch(q.order_by(events.c.t, events.c.order_key, events.c.position).limit(limit))
+        rows = await self._fetch(q.order_by(events.c.t, events.c.order_key, events.c.position).limit(limit))
+        if scope == "decisions" or not BATCHABLE.intersection(types):
+            return rows
+        # and the pods' inputs a batch carries, through their own index, as far as a page goes
+        m = sa.select(batch_members.c.event_id).where(batch_members.c.run == run, batch_members.c.type.in_(list(types)))
+        if t_to is not None:
+            m = m.where(batch_members.c.t <= t_to)
+        if after is not None:
+            t, key, position = after
+            m = m.where(
+                sa.tuple_(batch_members.c.t, batch_members.c.order_key, batch_members.c.position)
+                > sa.tuple_(sa.literal(t), sa.literal(key), sa.literal(position))
+            )
+        m = m.order_by(batch_members.c.t, batch_members.c.order_key, batch_members.c.position).limit(limit)
+        async with self.engine.connect() as conn:
+            ids = {row[0] for row in await conn.execute(m)}
+        members = await self._members(run, lambda e: e.id in ids, batch_members.c.event_id.in_(ids)) if ids else []
+        return sorted([*rows, *members], key=lambda e: (e.envelope.t, order_key(e.envelope.order), e.position))[:limit]
+
+    async def _members(
+        self, run: str, keep: Callable[[Envelope], bool], where: Any, *, t_to: int | None = None
+    ) -> list[StoredEvent]:
+        """The pods' inputs carried by stored batches that ``where`` (on ``batch_members``)
+        finds and ``keep`` takes, up to ``t_to``, each at its batch's position."""
+        positions = sa.select(batch_members.c.position).where(batch_members.c.run == run, where)
+        if t_to is not None:
+            positions = positions.where(batch_members.c.t <= t_to)
+        batches = await self._fetch(sa.select(events).where(events.c.position.in_(positions.distinct())))
+        return expanded(batches, keep)
 
     async def byte_ordered(self) -> bool:
         """Whether text sorts byte by byte here (SQLite; PostgreSQL with the C collation),
@@ -732,6 +771,10 @@ class _Transaction:
             await self._ctx.__aexit__(*exc)
         finally:
             self._store._lock.release()
+
+
+def _pod_in(pods: set[str]) -> Callable[[Envelope], bool]:
+    return lambda e: e.pod in pods
 
 
 def _aware(at: datetime) -> datetime:

@@ -9,7 +9,7 @@ import pytest
 from ledgerlet_core.contracts.decisions import NodeReclaimed, PodTerminated
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.registry import decode_data, make_envelope
-from ledgerlet_store.store import EventStore, WrongExpectedVersion
+from ledgerlet_store.store import EventStore, WrongExpectedVersion, order_key
 
 S = 10**9
 
@@ -232,6 +232,18 @@ async def test_input_batches_are_stored_as_one_row_and_read_as_their_members(sto
     ]
     usage = await store.read_by_type(["UsageDeclared"], run="run-b")
     assert [s.envelope.id for s in usage] == [singles[4].id, singles[5].id]
-    cited = await store.get_events([singles[5].id, singles[3].id, "no-such-id"])
-    assert sorted(s.envelope.id for s in cited) == sorted([singles[5].id, singles[3].id])
-    assert {bytes(s.envelope.data) for s in cited} == {bytes(singles[5].data), bytes(singles[3].data)}
+    cited = await store.get_events([singles[2].id, singles[3].id, "no-such-id"])  # a batched pod, a single one
+    assert sorted(s.envelope.id for s in cited) == sorted([singles[2].id, singles[3].id])
+    assert {bytes(s.envelope.data) for s in cited} == {bytes(singles[2].data), bytes(singles[3].data)}
+    # the facade's reads: pages of pod keys, a node's pods, some pods' events, inputs in order
+    assert await store.pod_keys("run-b") == ["ns/lone", "ns/web-1", "ns/web-2"]
+    assert await store.pod_keys("run-b", after="ns/lone", limit=1) == ["ns/web-1"]
+    assert await store.pods_on_node("run-b", "n1") == ["ns/web-1", "ns/web-2"]
+    pods = await store.read_pods("run-b", ["ns/web-2", "ns/lone"])
+    assert [s.envelope.id for s in pods] == [singles[3].id, singles[2].id]
+    page = await store.list_run_events("run-b", types=["ObjectApplied"], scope="inputs", limit=2)
+    assert [s.envelope.id for s in page] == [singles[0].id, singles[1].id]
+    rest = await store.list_run_events(
+        "run-b", types=["ObjectApplied"], scope="inputs", after=(0, order_key([0, 2]), page[-1].position)
+    )
+    assert [s.envelope.id for s in rest] == [singles[2].id, singles[3].id]
