@@ -88,8 +88,8 @@ async def main() -> None:
             rec = replay.recorded
             replay_rate = replay.events_per_second
             print(
-                f"verified replay: {rec.events:,} events, read {rec.read_seconds:.2f}s "
-                f"({rec.events / rec.read_seconds:,.0f} events/s), re-derived {replay.derive_seconds:.2f}s: "
+                f"verified replay: {replay.stored_events:,} events, inputs read {rec.read_seconds:.2f}s, "
+                f"re-derived and compared {replay.derive_seconds:.2f}s: "
                 f"{replay_rate:,.0f} events/s end to end"
             )
         print(f"filling to {args.events:,} events ...", flush=True)

@@ -33,7 +33,8 @@ from ledgerlet_core.contracts.batch import BATCH, BATCHABLE
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import INTERNAL_TYPES
 from ledgerlet_core.contracts.registry import DECISION, INPUT, INTERNAL
-from ledgerlet_store.batches import expanded, in_decision_order, member_rows, order_key, with_batches
+from ledgerlet_store.batches import expanded, in_decision_order, member_rows, with_batches
+from ledgerlet_store.batches import order_key as order_key
 from ledgerlet_store.dsn import async_url, describe
 from ledgerlet_store.schema import batch_members, events
 
@@ -392,18 +393,18 @@ class EventStore:
         rows = await self._fetch(q.order_by(events.c.t, events.c.order_key))
         return rows if kind not in (None, INPUT) else in_decision_order(expanded(rows))
 
-    async def iter_run(self, run: str, *, batch: int = 5000, members: bool = True) -> AsyncIterator[StoredEvent]:
-        """Stream a run's events by position, in batches (for replay over big stores).
-        ``members=False`` hands out stored input batches whole (for a reader that feeds
-        them to the loops, which read their members themselves)."""
+    async def iter_run(
+        self, run: str, *, batch: int = 5000, members: bool = True, kinds: Sequence[str] = ()
+    ) -> AsyncIterator[StoredEvent]:
+        """Stream a run's events by position, in batches (for replay over big stores); of
+        some ``kinds`` only, if given. ``members=False`` hands out stored input batches whole
+        (for a reader that feeds them to the loops, which read their members themselves)."""
         last = 0
         while True:
-            q = (
-                sa.select(events)
-                .where(events.c.run == run, events.c.position > last)
-                .order_by(events.c.position)
-                .limit(batch)
-            )
+            q = sa.select(events).where(events.c.run == run, events.c.position > last)
+            if kinds:
+                q = q.where(events.c.kind.in_(list(kinds)))
+            q = q.order_by(events.c.position).limit(batch)
             rows = await self._fetch(q)
             if not rows:
                 return

@@ -78,24 +78,83 @@ def verify(recorded: Iterable[Envelope], derived: Mapping[str, Envelope]) -> lis
     Inputs are what the re-derivation was fed, so they are not compared with themselves;
     a tampered input shows as the decisions that no longer follow from it.
     """
-    out: list[Mismatch] = []
-    seen: set[str] = set()
-    for env in recorded:
-        if env.kind == INPUT:
-            continue
-        seen.add(env.id)
-        again = derived.get(env.id)
-        if again is None:
-            out.append(Mismatch("missing", env.id, env.type, env.t, env.node, env.pod, recorded=env))
-            continue
-        fields = differing_fields(env, again)
+    verifier = Verifier()
+    verifier.recorded(recorded)
+    verifier.derived(derived.values())
+    return verifier.finish()
+
+
+class Verifier:
+    """:func:`verify` as the events come: the recorded ones (read from the store a page at
+    a time) and the derived ones (as the loops make them) are paired by id as soon as both
+    are there, so only those still waiting for their pair are held, never a whole run.
+    Inputs and how a run ended are not compared (what the re-derivation was fed, and what
+    drove it)."""
+
+    def __init__(self) -> None:
+        self._recorded: dict[str, Envelope] = {}
+        self._derived: dict[str, Envelope] = {}
+        self.mismatches: list[Mismatch] = []
+        self.compared = 0
+        #: the latest virtual time each side has reached
+        self.recorded_t = -1
+        self.derived_t = -1
+
+    def recorded(self, envelopes: Iterable[Envelope]) -> None:
+        for env in envelopes:
+            if env.kind == INPUT or env.type == "RunEnded":
+                continue
+            self.recorded_t = max(self.recorded_t, env.t)
+            again = self._derived.pop(env.id, None)
+            if again is None:
+                self._recorded.setdefault(env.id, env)
+            else:
+                self._pair(env, again)
+
+    def derived(self, envelopes: Iterable[Envelope]) -> None:
+        for env in envelopes:
+            if env.kind == INPUT:
+                continue
+            self.derived_t = max(self.derived_t, env.t)
+            recorded = self._recorded.pop(env.id, None)
+            if recorded is None:
+                self._derived.setdefault(env.id, env)
+            else:
+                self._pair(recorded, env)
+
+    def _pair(self, recorded: Envelope, derived: Envelope) -> None:
+        self.compared += 1
+        fields = differing_fields(recorded, derived)
         if fields:
-            out.append(Mismatch("changed", env.id, env.type, env.t, env.node, env.pod, fields, env, again))
-    for env in derived.values():
-        if env.kind != INPUT and env.id not in seen:
-            out.append(Mismatch("unexpected", env.id, env.type, env.t, env.node, env.pod, derived=env))
-    out.sort(key=_mismatch_order)
-    return out
+            self.mismatches.append(
+                Mismatch(
+                    "changed",
+                    recorded.id,
+                    recorded.type,
+                    recorded.t,
+                    recorded.node,
+                    recorded.pod,
+                    fields,
+                    recorded,
+                    derived,
+                )
+            )
+
+    @property
+    def waiting(self) -> int:
+        """Events held for their pair."""
+        return len(self._recorded) + len(self._derived)
+
+    def finish(self) -> list[Mismatch]:
+        """Everything is in: what is left unpaired is missing (recorded only) or unexpected."""
+        for env in self._recorded.values():
+            self.mismatches.append(Mismatch("missing", env.id, env.type, env.t, env.node, env.pod, recorded=env))
+        for env in self._derived.values():
+            self.mismatches.append(Mismatch("unexpected", env.id, env.type, env.t, env.node, env.pod, derived=env))
+        self._recorded.clear()
+        self._derived.clear()
+        self.mismatches.sort(key=_mismatch_order)
+        return self.mismatches
 
 
 def _mismatch_order(m: Mismatch) -> tuple[int, tuple[int, ...], str]:

@@ -332,7 +332,7 @@ async def _replay(args: argparse.Namespace, console: Console) -> int:
             console.print(f"[red]incomplete run:[/red] {escape(warning)}", highlight=False)
             return EXIT_MISMATCH
         _warn(warning)
-        replay = await replay_run(store, state.run)
+        replay = await replay_run(store, state.run, verify=args.verify)
     except NoSuchRun as exc:
         error(str(exc))
         return EXIT_BAD_INPUT
@@ -345,16 +345,16 @@ async def _replay(args: argparse.Namespace, console: Console) -> int:
         args.decisions.parent.mkdir(parents=True, exist_ok=True)
         args.decisions.write_bytes(data)
     console.print(
-        f"run {recorded.run}: {recorded.events} stored events read in {recorded.read_seconds:.2f}s, "
-        f"re-derived in {replay.derive_seconds:.2f}s ({replay.events_per_second:,.0f} events/s)",
+        f"run {recorded.run}: {replay.stored_events:,} stored events read and re-derived in "
+        f"{recorded.read_seconds + replay.derive_seconds:.2f}s ({replay.events_per_second:,.0f} events/s)",
         highlight=False,
     )
     if not args.verify:
         return EXIT_OK
     mismatches = replay.mismatches()
     if not mismatches:
-        n = len(recorded.others)
-        console.print(f"[green]verified:[/green] all {n} decisions and internal events re-derived identically")
+        n = replay.compared
+        console.print(f"[green]verified:[/green] all {n:,} decisions and internal events re-derived identically")
         return EXIT_OK
     for m in mismatches[: args.max_shown]:
         console.print(m.describe(), highlight=False, markup=False)

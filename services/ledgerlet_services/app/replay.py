@@ -10,7 +10,7 @@ what they derive instead of storing it.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,17 +21,16 @@ from ledgerlet_core.contracts import inputs as ev
 from ledgerlet_core.contracts.batch import BATCH
 from ledgerlet_core.contracts.envelope import Envelope, event_id
 from ledgerlet_core.contracts.internal import RUN_COMPLETED, RUN_FAILED
-from ledgerlet_core.contracts.registry import DECISION, INPUT, decode_data, encode_data
+from ledgerlet_core.contracts.registry import DECISION, INPUT, INTERNAL, decode_data, encode_data
 from ledgerlet_core.controllers.config import ControllerConfig
 from ledgerlet_core.kubelet.config import check_kubelet_settings, resolve_kubelet_config
 from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.duration import DurationError, parse_duration
 from ledgerlet_core.model.errors import InputError
-from ledgerlet_core.postmortem.compare import DecisionDiff, Mismatch, decision_diff, verify
+from ledgerlet_core.postmortem.compare import DecisionDiff, Mismatch, Verifier, decision_diff
 from ledgerlet_core.postmortem.overrides import apply_overrides
 from ledgerlet_core.scheduling.config import SchedulerConfig, config_errors
 from ledgerlet_services.runtime.embedded import ServiceFailed, record_outcome, run_feed
-from ledgerlet_services.runtime.recorder import CollectingSink
 from ledgerlet_store.store import EventStore, RunState, UnknownRun, pick_run
 
 
@@ -41,25 +40,20 @@ class NoSuchRun(LookupError):
 
 @dataclass
 class RecordedRun:
+    """A stored run's inputs (its input batches whole, as the loops take them), what they
+    started it with, and whether its derived observations were stored whole. The rest of
+    what it stored is read as it is compared (:class:`VerifyingSink`), never all at once."""
+
     run: str
     started: ev.ScenarioStarted
     inputs: list[Envelope]
-    others: list[Envelope]
     read_seconds: float = 0.0
-    #: how the run ended (``RunEnded``: stored by what drove it, not derived by its loops)
-    ended: list[Envelope] = field(default_factory=list)
+    full_observations: bool = False
 
     @property
-    def events(self) -> int:
-        return len(self.inputs) + len(self.others) + len(self.ended)
-
-    @property
-    def full_observations(self) -> bool:
-        """Whether derived observations were stored with every pod's stats."""
-        return any(
-            e.type == "NodeObserved" and b'"source":"usage"' in bytes(e.data) and b'"podsOmitted"' not in bytes(e.data)
-            for e in self.others
-        )
+    def input_events(self) -> int:
+        """The inputs as stored events (a batch's members each)."""
+        return sum(len(batch.members_of(e)) if e.type == BATCH else 1 for e in self.inputs)
 
     @property
     def open_loop_nodes(self) -> list[str]:
@@ -93,19 +87,20 @@ def incomplete_warning(state: RunState) -> str | None:
 
 
 async def read_recorded(store: EventStore, run: str, *, batch: int = 20_000) -> RecordedRun:
+    """A stored run's inputs, in order (and how its observations were stored)."""
     began = time.perf_counter()
-    inputs: list[Envelope] = []
-    others: list[Envelope] = []
-    ended: list[Envelope] = []
-    async for stored in store.iter_run(run, batch=batch, members=False):
-        env = stored.envelope
-        (ended if env.type == "RunEnded" else inputs if env.kind == INPUT else others).append(env)
+    inputs = [s.envelope async for s in store.iter_run(run, batch=batch, members=False, kinds=(INPUT,))]
     started = next((e for e in inputs if e.type == "ScenarioStarted"), None)
     if started is None:
         raise NoSuchRun(f"run {run!r} has no ScenarioStarted event: nothing to replay from")
     inputs.sort(key=Envelope.sort_key)
-    others.sort(key=Envelope.sort_key)
-    return RecordedRun(run, decode_data(started), inputs, others, time.perf_counter() - began, ended)
+    full = False
+    async for stored in store.iter_run(run, batch=1000, kinds=(INTERNAL,)):  # the first derived observation says
+        data = bytes(stored.envelope.data)
+        if stored.envelope.type == "NodeObserved" and b'"source":"usage"' in data:
+            full = b'"podsOmitted"' not in data
+            break
+    return RecordedRun(run, decode_data(started), inputs, time.perf_counter() - began, full)
 
 
 def replay_feed(recorded: RecordedRun, started: ev.ScenarioStarted | None = None) -> list[Envelope]:
@@ -130,13 +125,67 @@ def rekeyed(feed: list[Envelope], run: str) -> list[Envelope]:
     return [moved(e) for e in feed]
 
 
+class DecisionsSink:
+    """Keeps what the loops derived that is a decision (a re-derivation that is compared or
+    written out, not stored): a run's decisions are few beside its observations."""
+
+    def __init__(self) -> None:
+        self.decisions: dict[str, Envelope] = {}
+
+    async def append_batch(self, envelopes: Sequence[Envelope]) -> int:
+        before = len(self.decisions)
+        for env in envelopes:
+            if env.kind == DECISION:
+                self.decisions.setdefault(env.id, env)
+        return len(self.decisions) - before
+
+
+class VerifyingSink(DecisionsSink):
+    """Compares what the loops derive with what the store holds as it comes: the stored
+    events are read a page at a time, as far as the re-derivation has got in virtual
+    time (the store holds a run's events in about the order they were made), and paired
+    by id (:class:`~ledgerlet_core.postmortem.compare.Verifier`)."""
+
+    def __init__(self, store: EventStore, run: str, *, page: int = 5000) -> None:
+        super().__init__()
+        self.verifier = Verifier()
+        self.read = 0
+        self._stored = store.iter_run(run, batch=page, kinds=(INTERNAL, DECISION))
+        self._page = page
+        self._done = False
+
+    async def append_batch(self, envelopes: Sequence[Envelope]) -> int:
+        new = await super().append_batch(envelopes)
+        self.verifier.derived(envelopes)
+        while not self._done and self.verifier.recorded_t <= self.verifier.derived_t:
+            await self._read(self._page)
+        return new
+
+    async def _read(self, count: int) -> None:
+        got: list[Envelope] = []
+        async for stored in self._stored:
+            got.append(stored.envelope)
+            if len(got) >= count:
+                break
+        else:
+            self._done = True
+        self.read += len(got)
+        self.verifier.recorded(got)
+
+    async def finish(self) -> list[Mismatch]:
+        """Read what is left of the run and pair the rest: the mismatches."""
+        while not self._done:
+            await self._read(self._page)
+        return self.verifier.finish()
+
+
 async def rederive(
     recorded: RecordedRun,
+    sink: DecisionsSink,
     *,
     started: ev.ScenarioStarted | None = None,
     progress: Callable[[int], None] | None = None,
-) -> dict[str, Envelope]:
-    sink = CollectingSink()
+) -> None:
     await run_feed(
         replay_feed(recorded, started),
         sink,
@@ -145,33 +194,50 @@ async def rederive(
         progress=progress,
         full_observations=recorded.full_observations,
     )
-    return sink.events
 
 
 @dataclass
 class Replay:
-    """A run's stored events and what the control loops derive again from its inputs."""
+    """A run's stored events against what the control loops derive again from its inputs."""
 
     recorded: RecordedRun
+    #: the decisions derived again, by id
     derived: dict[str, Envelope]
     derive_seconds: float
+    #: the stored decisions and internal events read and paired, and what differed
+    compared: int = 0
+    stored_events: int = 0
+    found: list[Mismatch] = field(default_factory=list)
 
     @property
     def events_per_second(self) -> float:
-        return self.recorded.events / max(self.recorded.read_seconds + self.derive_seconds, 1e-9)
+        """Stored events (inputs, internal events, decisions) verified per second, reading included."""
+        return self.stored_events / max(self.recorded.read_seconds + self.derive_seconds, 1e-9)
 
     def mismatches(self) -> list[Mismatch]:
-        return verify(self.recorded.others, self.derived)
+        return self.found
 
 
 async def replay_run(
-    store: EventStore, run: str | None = None, *, progress: Callable[[int], None] | None = None
+    store: EventStore,
+    run: str | None = None,
+    *,
+    progress: Callable[[int], None] | None = None,
+    verify: bool = True,
 ) -> Replay:
-    """Read a run and re-derive it (``ledgerlet replay``); :class:`NoSuchRun` if it is not there."""
+    """Read a run and re-derive it (``ledgerlet replay``), comparing with what it stored as
+    it goes when ``verify``; :class:`NoSuchRun` if it is not there."""
     recorded = await read_recorded(store, await resolve_run(store, run))
     began = time.perf_counter()
-    derived = await rederive(recorded, progress=progress)
-    return Replay(recorded, derived, time.perf_counter() - began)
+    if not verify:
+        plain = DecisionsSink()
+        await rederive(recorded, plain, progress=progress)
+        return Replay(recorded, plain.decisions, time.perf_counter() - began, stored_events=recorded.input_events)
+    sink = VerifyingSink(store, recorded.run)
+    await rederive(recorded, sink, progress=progress)
+    found = await sink.finish()
+    stored = recorded.input_events + sink.read
+    return Replay(recorded, sink.decisions, time.perf_counter() - began, sink.verifier.compared, stored, found)
 
 
 @dataclass
@@ -230,10 +296,11 @@ async def whatif_run(
         scheduler_config=configs["schedulerConfig"],
         controller_config=configs["controllerConfig"],
     )
-    rec = [e for e in recorded.others if e.kind == DECISION]
+    rec = [e.envelope for e in await store.read_run(recorded.run, kind=DECISION)]
     if save_as is None:
-        derived = await rederive(recorded, started=started, progress=progress)
-        alt = sorted((e for e in derived.values() if e.kind == DECISION), key=Envelope.sort_key)
+        sink = DecisionsSink()
+        await rederive(recorded, sink, started=started, progress=progress)
+        alt = sorted(sink.decisions.values(), key=Envelope.sort_key)
     else:
         changed = [*assignments, *(["--config"] if file_config else [])]
         started = msgspec.structs.replace(started, source=f"what-if of run {recorded.run}: {', '.join(changed)}")

@@ -42,19 +42,6 @@ class EventSink(Protocol):
     async def append_batch(self, envelopes: Sequence[Envelope]) -> int: ...
 
 
-class CollectingSink:
-    """Keeps every event in memory, by id (a re-derivation that is compared, not stored)."""
-
-    def __init__(self) -> None:
-        self.events: dict[str, Envelope] = {}
-
-    async def append_batch(self, envelopes: Sequence[Envelope]) -> int:
-        before = len(self.events)
-        for env in envelopes:
-            self.events.setdefault(env.id, env)
-        return len(self.events) - before
-
-
 class RecorderRunner:
     name = NAME
 
