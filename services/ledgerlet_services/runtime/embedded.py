@@ -147,7 +147,7 @@ async def run_feed(
     await bus.create_topics(topic_specs(partitions))
     shared = SharedEnvelopes()
     runners = [ServiceRunner(bus, kind, telemetry=telemetry, envelopes=shared) for kind in CONTROL_LOOPS]
-    recorder = RecorderRunner(bus, sink, full_observations=full_observations, telemetry=telemetry)
+    recorder = RecorderRunner(bus, sink, full_observations=full_observations, telemetry=telemetry, envelopes=shared)
     groups = {r.group: list(r.topics) for r in runners}
     driver = Driver(
         bus,

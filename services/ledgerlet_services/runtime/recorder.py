@@ -20,7 +20,7 @@ from ledgerlet_bus.api import Bus, CommitRejected
 from ledgerlet_bus.retry import Stopped, with_backoff
 from ledgerlet_core.contracts.envelope import Envelope, decode_envelope
 from ledgerlet_core.contracts.internal import compact_observation_json
-from ledgerlet_services.runtime.shell import next_offsets, poll
+from ledgerlet_services.runtime.shell import SharedEnvelopes, next_offsets, poll
 from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_services.runtime.topics import ALL_TOPICS
 from ledgerlet_store.store import StoreError
@@ -54,7 +54,10 @@ class RecorderRunner:
         max_records: int = 5000,
         full_observations: bool = False,
         telemetry: Telemetry | None = None,
+        envelopes: SharedEnvelopes | None = None,
     ) -> None:
+        """``envelopes``: decoding shared with the loops of an embedded run."""
+        self._decode = envelopes.decode if envelopes is not None else decode_envelope
         self.full_observations = full_observations
         self.bus = bus
         self.store = store
@@ -81,7 +84,7 @@ class RecorderRunner:
                 records = await poll(consumer, self.max_records, self.name)
                 if not records:
                     continue
-                decoded = [(decode_envelope(r.value), r.headers) for r in records]
+                decoded = [(self._decode(r.value), r.headers) for r in records]
                 envelopes = [self._stored_form(env) for env, _ in decoded]
                 self.received += len(envelopes)
                 stored = await self._append(envelopes)

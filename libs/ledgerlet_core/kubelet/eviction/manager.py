@@ -130,12 +130,23 @@ class PassResult:
 
 
 def node_thresholds(config: KubeletConfig, layout: str) -> list[Threshold]:
-    """The configured thresholds with containerfs derived for the node's layout."""
-    return update_containerfs_thresholds(
-        list(config.thresholds),
-        dedicated_imagefs=layout == LAYOUT_DEDICATED_IMAGEFS,
-        split_containerfs=layout == LAYOUT_SPLIT_IMAGEFS,
-    )
+    """The configured thresholds with containerfs derived for the node's layout (worked
+    out once per configuration and layout: every pass of every node asks)."""
+    key = (id(config), layout)
+    found = _NODE_THRESHOLDS.get(key)
+    if found is None or found[0] is not config:
+        if len(_NODE_THRESHOLDS) >= 1024:
+            _NODE_THRESHOLDS.clear()
+        thresholds = update_containerfs_thresholds(
+            list(config.thresholds),
+            dedicated_imagefs=layout == LAYOUT_DEDICATED_IMAGEFS,
+            split_containerfs=layout == LAYOUT_SPLIT_IMAGEFS,
+        )
+        found = _NODE_THRESHOLDS[key] = (config, tuple(thresholds))
+    return list(found[1])
+
+
+_NODE_THRESHOLDS: dict[tuple[int, str], tuple[KubeletConfig, tuple[Threshold, ...]]] = {}
 
 
 def condition_changes(before: Sequence[str], after: Sequence[str]) -> tuple[ConditionChange, ...]:
