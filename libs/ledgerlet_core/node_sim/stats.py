@@ -144,6 +144,7 @@ def running_containers(pod: Pod) -> list[Container]:
 #: usage entries: ``Interner``, ``parse_pod_usage``), each with the parts it was made from
 _TEMPLATES: dict[tuple[int, int, int, int], tuple[object, object, object, object, PodPlan]] = {}
 _TEMPLATES_KEPT: Final = 4096
+_NONE: Final = ()
 
 
 def plan_pod(pod: Pod, usage: PodUsage | None) -> PodPlan:
@@ -153,7 +154,8 @@ def plan_pod(pod: Pod, usage: PodUsage | None) -> PodPlan:
     Pods made of the same parts get the same plan but for their own reference: it is
     worked out once and given each pod's name."""
     spec = pod.spec
-    parts = (spec.containers, spec.init_containers, spec.volumes, usage)
+    # (empty lists are new objects in every pod: one stands for them all)
+    parts = (spec.containers, spec.init_containers or _NONE, spec.volumes or _NONE, usage)
     key = (id(parts[0]), id(parts[1]), id(parts[2]), id(parts[3]))
     found = _TEMPLATES.get(key)
     if found is None or any(a is not b for a, b in zip(found[:4], parts, strict=True)):
