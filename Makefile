@@ -57,8 +57,9 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_scheduling.py --out $(OUT)
 	$(BIN)/python bench/bench_fleet.py --out $(OUT)
 
-## up: the local stack (needs a Docker engine)
+## up: the local stack (needs Docker with Compose v2 and internet access for the public images)
 up:
+	mkdir -p $(OUT)
 	docker compose up --build
 
 clean:
