@@ -12,7 +12,7 @@ import pytest
 from tests.compose.stack import FIGURES, ComposeStack, Engine, EngineUnavailable, Timer
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # down and stopped as soon as its tests are done: the rest of the suite runs unloaded
 def compose_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ComposeStack]:
     work = tmp_path_factory.mktemp("compose")
     out = work / "out"
