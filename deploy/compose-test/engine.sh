@@ -55,7 +55,9 @@ stop() {
   alive || { rm -f "$PIDFILE"; return 0; }
   local pid; pid=$(cat "$PIDFILE")
   # only ever a dockerd of ours: its command line names our socket
-  tr '\0' ' ' < "/proc/$pid/cmdline" | grep -q -- "$SOCK" || { say "PID $pid is not our dockerd; left alone"; return 1; }
+  if ! tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q -- "$SOCK"; then
+    say "PID $pid is not our dockerd (a stale PID file): left alone"; rm -f "$PIDFILE"; return 0
+  fi
   kill "$pid"
   for _ in $(seq 120); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
   if kill -0 "$pid" 2>/dev/null; then say "dockerd $pid did not stop in 30s: SIGKILL"; kill -9 "$pid"; fi
@@ -83,8 +85,10 @@ start() {
   done
   docker version >/dev/null 2>&1 || { say "dockerd did not answer in 30s"; tail -20 "$LOG" >&2; kill "$pid"; exit 1; }
   # whatever happens to the caller (even SIGKILL), the engine does not outlive it
+  # (it kills only a process whose command line still names our socket: never a reused PID)
   setsid bash -c 'while kill -0 "$1" 2>/dev/null && kill -0 "$2" 2>/dev/null; do sleep 1; done
-                  kill "$2" 2>/dev/null || true' watchdog "$owner" "$pid" >/dev/null 2>&1 </dev/null &
+                  tr "\0" " " <"/proc/$2/cmdline" 2>/dev/null | grep -q -- "$3" && kill "$2"' \
+    watchdog "$owner" "$pid" "$SOCK" >/dev/null 2>&1 </dev/null &
   say "dockerd ($pid) answers on $SOCK"
   prune_if_large
   base_image
