@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -22,42 +21,13 @@ from tests.conftest import EXAMPLES, fresh_pg_database
 from tests.services.run_helpers import run_file
 from tests.support import private_pg
 from tests.support.brokers import Tansu, durable_tansu
+from tests.support.events import Stored, assert_same_events, count_events, stored_events, wait_until_stored
 from tests.support.stack import LocalStack
 
 pytestmark = pytest.mark.distributed
 
 SCENARIO = EXAMPLES / "disk-pressure-fluentd.yaml"  # the longest example: 161 instants, 35 decisions
 SHORT_SCENARIO = Path(__file__).parents[1] / "data" / "scenarios" / "short-memory-pressure.yaml"
-
-Stored = tuple[str, str, int, tuple[int, ...], bytes]
-
-
-async def _stored(dsn: str, run: str) -> list[Stored]:
-    store = await EventStore.open(dsn)
-    try:
-        events = await store.read_run(run)
-    finally:
-        await store.close()
-    return [
-        (e.envelope.id, e.envelope.type, e.envelope.t, tuple(e.envelope.order), bytes(e.envelope.data)) for e in events
-    ]
-
-
-async def _count(dsn: str, run: str) -> int:
-    store = await EventStore.open(dsn, migrate=False)
-    try:
-        return await store.count(run)
-    finally:
-        await store.close()
-
-
-def _wait_until_stored(dsn: str, run: str, at_least: int, drive: subprocess.Popen[bytes], timeout: float = 120) -> None:
-    """Until the recorder has stored ``at_least`` of the run's events (mid-scenario)."""
-    deadline = time.monotonic() + timeout
-    while asyncio.run(_count(dsn, run)) < at_least:
-        assert drive.poll() is None, "the scenario finished before the fault could be injected"
-        assert time.monotonic() < deadline, "the run made no progress"
-        time.sleep(0.05)
 
 
 def _run_with_fault(
@@ -71,11 +41,11 @@ def _run_with_fault(
     run = f"fault-{uuid.uuid4().hex[:8]}"
     embedded_dsn = f"sqlite:///{tmp_path / 'embedded.db'}"
     embedded_log, _ = asyncio.run(run_file(scenario, embedded_dsn, run=run))
-    total = asyncio.run(_count(embedded_dsn, run))
+    total = asyncio.run(count_events(embedded_dsn, run))
     out = tmp_path / "distributed.jsonl"
     drive = stack.drive(scenario, out, run_id=run)
     try:
-        _wait_until_stored(stack.store_dsn, run, int(total * at_fraction), drive)
+        wait_until_stored(stack.store_dsn, run, int(total * at_fraction), drive)
         fault()
         stack.finish(drive, run)
     finally:
@@ -84,20 +54,11 @@ def _run_with_fault(
 
     distributed_log = [json.loads(line) for line in out.read_text().splitlines()]
     return (
-        asyncio.run(_stored(embedded_dsn, run)),
-        asyncio.run(_stored(stack.store_dsn, run)),
+        asyncio.run(stored_events(embedded_dsn, run)),
+        asyncio.run(stored_events(stack.store_dsn, run)),
         embedded_log,
         distributed_log,
     )
-
-
-def _assert_same(embedded: list[Stored], distributed: list[Stored]) -> None:
-    ids = [e[0] for e in distributed]
-    assert len(ids) == len(set(ids)), "an event was stored twice"
-    missing = {e[1] for e in set(embedded) - set(distributed)}
-    extra = {e[1] for e in set(distributed) - set(embedded)}
-    assert not missing and not extra, f"lost: {missing or '-'}; not in the embedded run: {extra or '-'}"
-    assert distributed == embedded
 
 
 @pytest.fixture
@@ -118,7 +79,7 @@ def test_eviction_manager_killed_mid_scenario_and_restarted(stack: LocalStack, t
         stack.start_service("eviction-manager")
 
     embedded, distributed, log_e, log_d = _run_with_fault(stack, tmp_path, kill_and_restart)
-    _assert_same(embedded, distributed)
+    assert_same_events(embedded, distributed)
     assert log_d == log_e
     assert "rebuilt state from" in stack.tail("eviction-manager", 200)
 
@@ -131,7 +92,7 @@ def test_every_control_loop_killed_at_once_and_restarted(stack: LocalStack, tmp_
             stack.start_service(name)
 
     embedded, distributed, log_e, log_d = _run_with_fault(stack, tmp_path, kill_all, at_fraction=0.5)
-    _assert_same(embedded, distributed)
+    assert_same_events(embedded, distributed)
     assert log_d == log_e
 
 
@@ -155,7 +116,7 @@ def test_postgresql_restarted_mid_scenario(kafka_bootstrap: str, tmp_path: Path)
                     pg.start()
 
             embedded, distributed, log_e, log_d = _run_with_fault(stack, tmp_path, restart_postgres)
-            _assert_same(embedded, distributed)
+            assert_same_events(embedded, distributed)
             assert log_d == log_e
             assert "retrying" in stack.tail("event-recorder", 2000), "the recorder never saw the database go"
         finally:
@@ -180,7 +141,7 @@ def test_broker_restarted_mid_scenario(pg_server: str, tmp_path: Path) -> None:
             )
         finally:
             stack.stop()
-        _assert_same(embedded, distributed)
+        assert_same_events(embedded, distributed)
         assert log_d == log_e
         logs = [stack.tail(n, 2000) for n in service_names() if needs_bus(n)]
         assert all("Connect call failed" in log for log in logs), "a service did not see the broker go"
@@ -193,10 +154,10 @@ def test_drive_killed_mid_scenario_and_driven_again_completes_the_run(stack: Loc
     run = f"redrive-{uuid.uuid4().hex[:8]}"
     embedded_dsn = f"sqlite:///{tmp_path / 'embedded.db'}"
     embedded_log, _ = asyncio.run(run_file(SCENARIO, embedded_dsn, run=run))
-    total = asyncio.run(_count(embedded_dsn, run))
+    total = asyncio.run(count_events(embedded_dsn, run))
     first = stack.drive(SCENARIO, tmp_path / "first.jsonl", run_id=run)
     try:
-        _wait_until_stored(stack.store_dsn, run, int(total * 0.3), first)
+        wait_until_stored(stack.store_dsn, run, int(total * 0.3), first)
         first.kill()
         first.wait(30)
     finally:
@@ -214,4 +175,4 @@ def test_drive_killed_mid_scenario_and_driven_again_completes_the_run(stack: Loc
     assert asyncio.run(status()) == "completed"
     log = [json.loads(line) for line in (tmp_path / "again.jsonl").read_text().splitlines()]
     assert log == embedded_log
-    _assert_same(asyncio.run(_stored(embedded_dsn, run)), asyncio.run(_stored(stack.store_dsn, run)))
+    assert_same_events(asyncio.run(stored_events(embedded_dsn, run)), asyncio.run(stored_events(stack.store_dsn, run)))

@@ -18,8 +18,8 @@ import pytest
 
 from tests.conftest import EXAMPLES, fresh_pg_database
 from tests.services.run_helpers import run_file
-from tests.support.otlp import OtlpReceiver, ReceivedSpan
-from tests.support.stack import LocalStack
+from tests.support.otlp import OtlpReceiver, ReceivedSpan, chain_to_root
+from tests.support.stack import EVICTION_TRACE, LocalStack
 
 pytestmark = pytest.mark.distributed
 
@@ -88,19 +88,11 @@ def test_a_trace_follows_a_tick_through_every_process_to_the_stored_decision(
         time.sleep(0.2)
     evictions = stored_evictions()
     assert len(evictions) == 2  # the cache, then the api pod
-    by_id = {s.span_id: s for s in otlp.spans}
     for stored in evictions:
-        chain = [stored]
-        while chain[-1].parent_id and chain[-1].parent_id in by_id:
-            chain.append(by_id[chain[-1].parent_id])
-        assert [(s.service, s.name) for s in reversed(chain)] == [
-            ("ledgerlet-driver", "clock ClockTick"),  # the virtual clock ticks (an input of the stack)
-            ("ledgerlet-stats-collector", "stats-collector ClockTick"),  # housekeeping: observe
-            ("ledgerlet-eviction-manager", "eviction-manager NodeObserved"),  # decide
-            ("ledgerlet-event-recorder", "event-recorder store PodEvicted"),  # store
-        ]
+        chain = chain_to_root(stored, otlp.spans)
+        assert [(s.service, s.name) for s in chain] == EVICTION_TRACE
         assert len({s.trace_id for s in chain}) == 1
-        assert chain[1].attributes["ledgerlet.node"] == "worker-1"  # the eviction manager's span
+        assert chain[2].attributes["ledgerlet.node"] == "worker-1"  # the eviction manager's span
 
 
 def test_services_export_metrics(stack: LocalStack, otlp: OtlpReceiver) -> None:

@@ -1,9 +1,12 @@
 """A minimal OTLP/HTTP receiver for tests: services export spans and metrics to it
-exactly as they would to an OpenTelemetry collector."""
+exactly as they would to an OpenTelemetry collector. The decoding is shared with the
+collector and Jaeger stand-ins of the compose test (deploy/compose-test/standins/otel),
+which copy this file into their image: it must import nothing but the OTLP protobufs."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -20,6 +23,49 @@ class ReceivedSpan:
     name: str
     service: str
     attributes: dict[str, Any]
+    start_ns: int = 0
+    end_ns: int = 0
+
+
+def decode_spans(request: ExportTraceServiceRequest) -> list[ReceivedSpan]:
+    """Every span of an OTLP export, with the service.name of its resource."""
+    got = []
+    for rs in request.resource_spans:
+        service = attributes(rs.resource.attributes).get("service.name", "")
+        for ss in rs.scope_spans:
+            for s in ss.spans:
+                got.append(
+                    ReceivedSpan(
+                        s.trace_id.hex(),
+                        s.span_id.hex(),
+                        s.parent_span_id.hex(),
+                        s.name,
+                        service,
+                        attributes(s.attributes),
+                        s.start_time_unix_nano,
+                        s.end_time_unix_nano,
+                    )
+                )
+    return got
+
+
+def decode_metric_names(request: ExportMetricsServiceRequest) -> list[tuple[str, str]]:
+    """(metric name, service.name) of every metric in an OTLP export."""
+    return [
+        (m.name, attributes(rm.resource.attributes).get("service.name", ""))
+        for rm in request.resource_metrics
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+    ]
+
+
+def chain_to_root(span: ReceivedSpan, spans: Iterable[ReceivedSpan]) -> list[ReceivedSpan]:
+    """The span and its ancestors among ``spans``, root first."""
+    by_id = {s.span_id: s for s in spans}
+    chain = [span]
+    while chain[-1].parent_id and chain[-1].parent_id in by_id:
+        chain.append(by_id[chain[-1].parent_id])
+    return chain[::-1]
 
 
 @dataclass
@@ -64,21 +110,7 @@ class OtlpReceiver:
     def _traces(self, body: bytes) -> None:
         request = ExportTraceServiceRequest()
         request.ParseFromString(body)
-        got = []
-        for rs in request.resource_spans:
-            service = _attrs(rs.resource.attributes).get("service.name", "")
-            for ss in rs.scope_spans:
-                for s in ss.spans:
-                    got.append(
-                        ReceivedSpan(
-                            s.trace_id.hex(),
-                            s.span_id.hex(),
-                            s.parent_span_id.hex(),
-                            s.name,
-                            service,
-                            _attrs(s.attributes),
-                        )
-                    )
+        got = decode_spans(request)
         with self._lock:
             self.spans.extend(got)
 
@@ -86,14 +118,12 @@ class OtlpReceiver:
         request = ExportMetricsServiceRequest()
         request.ParseFromString(body)
         with self._lock:
-            for rm in request.resource_metrics:
-                service = _attrs(rm.resource.attributes).get("service.name", "")
-                for sm in rm.scope_metrics:
-                    for m in sm.metrics:
-                        self.metrics.setdefault(m.name, set()).add(service)
+            for name, service in decode_metric_names(request):
+                self.metrics.setdefault(name, set()).add(service)
 
 
-def _attrs(kvs: Any) -> dict[str, Any]:
+def attributes(kvs: Any) -> dict[str, Any]:
+    """OTLP key-values as a dict (strings and integers; other kinds as None)."""
     out: dict[str, Any] = {}
     for kv in kvs:
         v = kv.value

@@ -16,6 +16,14 @@ from ledgerlet_services.runtime.catalog import service_names
 
 CLI = [sys.executable, "-m", "ledgerlet_services.app.cli"]
 
+#: (service, span) from the clock tick to a stored eviction: one trace through every process
+EVICTION_TRACE = [
+    ("ledgerlet-driver", "clock ClockTick"),  # the virtual clock ticks (an input of the stack)
+    ("ledgerlet-stats-collector", "stats-collector ClockTick"),  # housekeeping: observe
+    ("ledgerlet-eviction-manager", "eviction-manager NodeObserved"),  # decide
+    ("ledgerlet-event-recorder", "event-recorder store PodEvicted"),  # store
+]
+
 
 def _free_port() -> int:
     with socket.socket() as s:

@@ -32,16 +32,9 @@ from ledgerlet_services.app.cli_postmortem import dispatch as dispatch_postmorte
 from ledgerlet_services.app.messages import error, warning
 from ledgerlet_services.app.report_console import rate, summary_tables, virtual_time_progress
 from ledgerlet_services.runtime.catalog import AUDIT_API, service_names
-from ledgerlet_services.runtime.distributed import (
-    DEFAULT_PARTITIONS,
-    Heartbeat,
-    UnknownService,
-    drive,
-    health_file,
-    is_healthy,
-    serve,
-)
+from ledgerlet_services.runtime.distributed import DEFAULT_PARTITIONS, UnknownService, drive, serve
 from ledgerlet_services.runtime.embedded import RunResult, ServiceFailed, new_run_id, record_outcome, run_embedded
+from ledgerlet_services.runtime.health import DEFAULT_MAX_AGE, Heartbeat, health_file, is_healthy
 from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_store.dsn import DEFAULT_DSN, describe
 from ledgerlet_store.store import EventStore
@@ -105,7 +98,7 @@ def _parser() -> argparse.ArgumentParser:
 
     health = sub.add_parser("health", help="exit 0 if the named service's loop turned recently (health checks)")
     health.add_argument("name", choices=service_names())
-    health.add_argument("--max-age", type=float, default=30.0, help="seconds (default 30)")
+    health.add_argument("--max-age", type=float, default=DEFAULT_MAX_AGE, help=f"seconds (default {DEFAULT_MAX_AGE:g})")
 
     add_postmortem_parsers(sub)
 

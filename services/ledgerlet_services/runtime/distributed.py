@@ -10,10 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -26,6 +24,7 @@ from ledgerlet_core.scenario.load import Scenario
 from ledgerlet_services.runtime.catalog import control_loop, loop_groups, recorder_groups, service_names
 from ledgerlet_services.runtime.driver import Driver
 from ledgerlet_services.runtime.embedded import RunResult, new_run_id, record_outcome
+from ledgerlet_services.runtime.health import Heartbeat
 from ledgerlet_services.runtime.recorder import NAME as RECORDER
 from ledgerlet_services.runtime.recorder import RecorderRunner
 from ledgerlet_services.runtime.shell import ServiceRunner
@@ -36,39 +35,10 @@ from ledgerlet_store.store import EventStore
 log = logging.getLogger(__name__)
 
 DEFAULT_PARTITIONS = 6
-HEALTH_DIR = Path(os.environ.get("LEDGERLET_HEALTH_DIR", "/tmp"))
 
 
 class UnknownService(ValueError):
     pass
-
-
-def health_file(name: str) -> Path:
-    return HEALTH_DIR / f"ledgerlet-{name}.alive"
-
-
-class Heartbeat:
-    """Touches a file while the service loop turns (compose's health check reads its age)."""
-
-    def __init__(self, path: Path | None, every: float = 1.0) -> None:
-        self.path = path
-        self.every = every
-        self._last = 0.0
-
-    def __call__(self) -> None:
-        now = time.monotonic()
-        if self.path is None or now - self._last < self.every:
-            return
-        self._last = now
-        with contextlib.suppress(OSError):
-            self.path.write_text(f"{time.time():.0f}\n")
-
-
-def is_healthy(name: str, max_age: float = 30.0) -> bool:
-    try:
-        return time.time() - health_file(name).stat().st_mtime <= max_age
-    except OSError:
-        return False
 
 
 async def open_bus(url: str, *, client_id: str, partitions: int) -> KafkaBus:

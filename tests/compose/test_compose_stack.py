@@ -1,0 +1,222 @@
+"""`docker compose up` for real: the project's compose.yaml (with the small override in
+deploy/compose-test/) on a Docker engine, every service healthy through the file's own
+health checks, the example post-mortem fed in as the README promises, and then faults:
+the eviction manager's container stopped and started and the PostgreSQL container
+restarted mid-scenario. Skipped, with the reason, where no engine can start (tests/compose/
+conftest.py). The tests run in this order on one stack: the example's run first."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import subprocess
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.compose.stack import ComposeStack, compose_services, python_base_tags
+from tests.conftest import EXAMPLES, ROOT
+from tests.services.run_helpers import normalized, run_file
+from tests.support.events import assert_same_events, count_events, stored_events, wait_until_stored
+from tests.support.otlp import ReceivedSpan, chain_to_root
+from tests.support.stack import EVICTION_TRACE
+
+pytestmark = pytest.mark.compose
+
+#: the example compose.yaml feeds in, and the log it writes to /out
+EXAMPLE = EXAMPLES / "disk-pressure-fluentd.yaml"
+EXAMPLE_LOG = "disk-pressure-fluentd.jsonl"
+FAULT_RUN_PREFIX = "compose-fault-"
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _api(stack: ComposeStack) -> str:
+    return f"http://127.0.0.1:{stack.port('audit-api', 8080)}"
+
+
+def _example_run(stack: ComposeStack) -> str:
+    """The run the example service stored (its run id is new at every drive)."""
+    runs = httpx.get(f"{_api(stack)}/v1/runs", timeout=30).json()
+    ours = [r for r in runs if r["source"] == EXAMPLE.name and not r["run"].startswith(FAULT_RUN_PREFIX)]
+    assert len(ours) == 1, f"runs in the store: {runs}"
+    return str(ours[0]["run"])
+
+
+def _wait_healthy(stack: ComposeStack, timeout: float = 120) -> list[dict[str, Any]]:
+    """Until every service with a health check is healthy and every other one runs."""
+    checked = {name for name, svc in compose_services().items() if "healthcheck" in svc}
+    deadline = time.monotonic() + timeout
+    while True:
+        ps = {c["Service"]: c for c in stack.ps()}
+        waiting = [
+            name
+            for name, c in ps.items()
+            if name != "example" and (c["Health"] != "healthy" if name in checked else c["State"] != "running")
+        ]
+        if not waiting:
+            return list(ps.values())
+        assert time.monotonic() < deadline, {n: (ps[n]["State"], ps[n]["Health"]) for n in waiting}
+        time.sleep(1)
+
+
+def test_the_images_are_built_as_people_would_ship_them(compose_stack: ComposeStack) -> None:
+    engine = compose_stack.engine
+    dockerfile = (ROOT / "deploy" / "Dockerfile").read_text()
+    assert len(re.findall(r"^FROM ", dockerfile, re.MULTILINE)) >= 2, "a build stage and a runtime stage"
+    config = json.loads(engine.docker("image", "inspect", "ledgerlet:dev").stdout)[0]["Config"]
+    assert config["User"] not in ("", "root", "0"), "the services run as an unprivileged user"
+    probe = (
+        "id -u; for tool in gcc cc c++ clang make ld as /opt/ledgerlet/bin/pip; do command -v $tool; done;"
+        " ls /tmp/extra-ca 2>/dev/null; sha256sum /etc/ssl/certs/ca-certificates.crt"
+    )
+    inside = engine.docker("run", "--rm", "--entrypoint", "sh", "ledgerlet:dev", "-c", probe, check=False).stdout
+    uid, *rest, ca = inside.splitlines()
+    assert uid != "0"
+    assert rest == [], f"build tools or build inputs in the runtime image: {rest}"
+    base = python_base_tags()[0]
+    base_ca = engine.docker("run", "--rm", base, "sha256sum", "/etc/ssl/certs/ca-certificates.crt").stdout.strip()
+    assert ca == base_ca, "the CA certificates added for the build reached the image that ships"
+    assert engine.docker("run", "--rm", "ledgerlet:dev", "--version").stdout.startswith("ledgerlet ")
+    committed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True).stdout.split()
+    assert not [f for f in committed if f.endswith((".crt", ".pem", ".key"))], "a certificate is committed"
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert {".git", ".venv", "out"} <= set(ignored)
+    assert engine.image_size("ledgerlet:dev") < 1_000_000_000
+
+
+def test_every_service_is_healthy_through_the_files_own_checks(compose_stack: ComposeStack) -> None:
+    containers = _wait_healthy(compose_stack, timeout=5)
+    by_service = {c["Service"]: c for c in containers}
+    assert set(by_service) == set(compose_services())
+    assert by_service["example"]["State"] == "exited" and by_service["example"]["ExitCode"] == 0
+    published = [p for c in containers for p in c.get("Publishers") or [] if p.get("PublishedPort")]
+    assert published and all(p["URL"] == "127.0.0.1" for p in published), published
+
+
+def test_the_example_decides_what_the_embedded_run_decides(compose_stack: ComposeStack, tmp_path: Path) -> None:
+    got = _records(compose_stack.out / EXAMPLE_LOG)
+    embedded, _ = asyncio.run(run_file(EXAMPLE, f"sqlite:///{tmp_path / 'embedded.db'}"))
+    assert len(got) == len(embedded) > 0
+    assert normalized(got) == normalized(embedded)  # (ids derive from the run id, new at each run)
+
+
+def test_the_audit_api_answers_from_its_container(compose_stack: ComposeStack) -> None:
+    api = _api(compose_stack)
+    assert httpx.get(f"{api}/readyz", timeout=30).json()["status"] == "ready"
+    run = _example_run(compose_stack)
+    items: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        params = {"limit": "500", **({"cursor": cursor} if cursor else {})}
+        answer = httpx.get(f"{api}/v1/runs/{run}/decisions", params=params, timeout=30)
+        assert answer.status_code == 200 and answer.headers["Ledgerlet-Run-Status"] == "completed"
+        page = answer.json()
+        items += page["items"]
+        cursor = page["next"]
+        if not cursor:
+            break
+    assert {i.pop("kind") for i in items} == {"decision"}
+    assert items == [{k: v for k, v in r.items() if k != "seq"} for r in _records(compose_stack.out / EXAMPLE_LOG)]
+
+
+def test_a_trace_reaches_jaeger_through_the_collector(compose_stack: ComposeStack) -> None:
+    """One clock tick's trace, from the driver (the example container) through the collector
+    (OTLP/HTTP in, OTLP/gRPC on, as deploy/otel-collector.yaml says) to Jaeger's query API."""
+    run = _example_run(compose_stack)
+    jaeger = f"http://127.0.0.1:{compose_stack.port('jaeger', 16686)}"
+    query = {"service": "ledgerlet-event-recorder", "operation": "event-recorder store PodEvicted", "limit": "100"}
+    deadline = time.monotonic() + 60
+    while True:
+        spans = [
+            _span(trace, s)
+            for trace in httpx.get(f"{jaeger}/api/traces", params=query, timeout=30).json()["data"] or []
+            for s in trace["spans"]
+        ]
+        stored = [s for s in spans if s.name == query["operation"] and s.attributes.get("ledgerlet.run") == run]
+        if stored or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    assert len(stored) == 1, "the example evicts one pod; its stored eviction's trace is not in Jaeger"
+    chain = chain_to_root(stored[0], spans)
+    assert [(s.service, s.name) for s in chain] == EVICTION_TRACE
+    assert len({s.trace_id for s in chain}) == 1
+    assert chain[2].attributes["ledgerlet.node"] == "k8s-m1"
+
+
+def _span(trace: dict[str, Any], span: dict[str, Any]) -> ReceivedSpan:
+    """A span of Jaeger's query API as the tests' OTLP receiver keeps spans."""
+    parents = [r["spanID"] for r in span["references"] if r["refType"] == "CHILD_OF"]
+    return ReceivedSpan(
+        span["traceID"],
+        span["spanID"],
+        parents[0] if parents else "",
+        span["operationName"],
+        trace["processes"][span["processID"]]["serviceName"],
+        {t["key"]: t["value"] for t in span["tags"]},
+    )
+
+
+def test_eviction_manager_and_postgres_restarted_mid_scenario_lose_nothing(
+    compose_stack: ComposeStack, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fed as the README says (`docker compose run --rm example drive ...`); at 30% of the
+    run the eviction manager's container is stopped and started again, at 60% PostgreSQL's
+    container restarts. The store must hold exactly the embedded run's events."""
+    stack = compose_stack
+    run = f"{FAULT_RUN_PREFIX}{uuid.uuid4().hex[:8]}"
+    embedded_dsn = f"sqlite:///{tmp_path / 'embedded.db'}"
+    monkeypatch.chdir(ROOT)  # the scenario's path as the container names it: it is stored with the run
+    embedded_log, _ = asyncio.run(run_file(EXAMPLE.relative_to(ROOT), embedded_dsn, run=run))
+    total = asyncio.run(count_events(embedded_dsn, run))
+    drive = stack.popen(
+        *("run", "--rm", "--no-deps", "-T", "example"),
+        *("drive", f"examples/{EXAMPLE.name}", "--decisions", "/out/fault.jsonl", "--run-id", run, "--quiet"),
+        log="fault-drive",
+    )
+    try:
+        dsn = stack.store_dsn()
+        wait_until_stored(dsn, run, int(total * 0.3), drive)
+        stack.compose("stop", "eviction-manager", log="faults")
+        time.sleep(1.0)  # the clock waits: the eviction manager has events it has not handled
+        stack.compose("start", "eviction-manager", log="faults")
+        wait_until_stored(dsn, run, int(total * 0.6), drive)
+        stack.compose("restart", "postgres", log="faults")
+        code = drive.wait(600)
+    finally:
+        if drive.poll() is None:
+            drive.kill()
+    log = (stack.engine.workdir / "fault-drive.log").read_text(errors="replace")
+    assert code == 0, f"the drive exited {code}:\n{log[-3000:]}"
+    dsn = stack.store_dsn()  # (PostgreSQL's published port may have moved with the restart)
+    assert_same_events(asyncio.run(stored_events(embedded_dsn, run)), asyncio.run(stored_events(dsn, run)))
+    assert _records(stack.out / "fault.jsonl") == embedded_log
+    assert re.search(r"rebuilt state from [1-9]\d* events", stack.logs("eviction-manager")), "no restart seen"
+    assert "retrying" in stack.logs("event-recorder"), "the recorder never saw the database go"
+    _wait_healthy(stack)
+
+
+def test_the_collector_serves_the_services_metrics_to_prometheus(compose_stack: ComposeStack) -> None:
+    """The collector's prometheus exporter (:8889) has every service's metrics (they are
+    exported once a minute: by now, at least once)."""
+    url = f"http://127.0.0.1:{compose_stack.port('otel-collector', 8889)}/metrics"
+    wanted = {
+        ("ledgerlet_ledgerlet_events_in_total", "ledgerlet-eviction-manager"),
+        ("ledgerlet_ledgerlet_decision_latency_count", "ledgerlet-eviction-manager"),
+        ("ledgerlet_ledgerlet_events_stored_total", "ledgerlet-event-recorder"),
+    }
+    deadline = time.monotonic() + 90
+    while True:
+        text = httpx.get(url, timeout=30).text
+        found = set(re.findall(r'^(\w+)\{.*?job="([^"]+)"', text, re.MULTILINE))
+        if wanted <= found or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    assert wanted <= found, f"missing: {wanted - found}"
