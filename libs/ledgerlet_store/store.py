@@ -309,6 +309,8 @@ class EventStore:
             return
         positions = await self._existing(conn, [b.id for b in batches])
         rows = member_rows([(b, positions[b.id]) for b in {b.id: b for b in batches}.values()])
+        if not rows:  # (batches of usage entries only)
+            return
         if self.dialect == "postgresql":
             raw: Any = (await conn.get_raw_connection()).driver_connection
             columns = ("event_id", "run", "type", "t", "order_key", "node", "pod", "position")

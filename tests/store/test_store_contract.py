@@ -210,7 +210,8 @@ async def test_input_batches_are_stored_as_one_row_and_read_as_their_members(sto
     bound = {"ns/web-1": "n1", "ns/web-2": "n1"}
     fed = batch_inputs(singles, lambda e: e.node if e.pod in bound else bound.get(e.stream.removeprefix("usage/")))
     assert [e.type for e in fed] == ["ObjectApplied", BATCH, "ObjectApplied", BATCH]
-    assert await store.append_batch(fed) == 4
+    assert await store.append_batch(fed[:3]) == 3
+    assert await store.append_batch(fed[3:]) == 1  # a batch of usage entries alone (no pod to index)
     assert await store.append_batch(fed) == 0  # idempotent, members too
     assert await store.count("run-b") == 4  # rows: the batches are one each
 
