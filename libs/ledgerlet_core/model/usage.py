@@ -230,7 +230,7 @@ _KEY: Final = msgspec.json.Encoder()
 
 
 def parse_pod_usage(raw: Any, where: str) -> PodUsage:
-    """A pod's usage entry (``where`` names it in errors)."""
+    """A pod's usage entry, as plain data or as JSON (``where`` names it in errors)."""
     try:
         key = _KEY.encode(raw)
     except (TypeError, msgspec.EncodeError):  # not plain data: _parse_pod_usage says why
@@ -245,6 +245,11 @@ def parse_pod_usage(raw: Any, where: str) -> PodUsage:
 
 
 def _parse_pod_usage(raw: Any, where: str) -> PodUsage:
+    if isinstance(raw, msgspec.Raw):  # (an entry as its input's JSON)
+        try:
+            raw = msgspec.json.decode(raw)
+        except RecursionError:
+            raise InputError("nested too deeply", field=where) from None
     data = _mapping(raw, where)
     _check_keys(data, _POD_FIELDS, where)
 

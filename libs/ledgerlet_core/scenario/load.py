@@ -44,6 +44,7 @@ from ledgerlet_core.model.summary import Summary
 from ledgerlet_core.model.timefmt import EPOCH, parse_rfc3339
 from ledgerlet_core.model.usage import LAYOUTS, NodeUsage, PodUsage, parse_node_usage, parse_pod_usage
 from ledgerlet_core.scenario.documents import read_document
+from ledgerlet_core.scenario.json_scenario import plain, read_json_scenario
 from ledgerlet_core.scheduling.config import SCHEDULER_FIELDS, SCHEDULER_GATES, SchedulerConfig, config_errors
 
 API_VERSION: Final = "ledgerlet/v1"
@@ -177,7 +178,10 @@ def load_scenario(text: str, source: str = "<scenario>") -> Scenario:
 
 
 def _load(text: str, source: str) -> Scenario:
-    doc = read_document(text, source)
+    # a JSON scenario's objects and usage entries are read one at a time (json_scenario)
+    doc = read_json_scenario(text.encode()) if text.lstrip().startswith("{") else None
+    if doc is None:
+        doc = read_document(text, source)
     if not isinstance(doc, dict):
         raise InputError(f"expected a Scenario mapping, got {type(doc).__name__}")
     if doc.get("apiVersion") != API_VERSION:
@@ -260,7 +264,7 @@ def _load(text: str, source: str) -> Scenario:
             node = key[len("node/") :]
             if node not in known_nodes:
                 raise InputError(f"usage for unknown node {node!r}", obj="spec", field=where)
-            node_usage[node] = _located(lambda raw=raw, where=where: parse_node_usage(raw, where))
+            node_usage[node] = _located(lambda raw=raw, where=where: parse_node_usage(plain(raw), where))
             _check_machine_memory(node_usage[node], node_objects.get(node), where)
         else:
             pod_usage[key] = _located(lambda raw=raw, where=where: parse_pod_usage(raw, where))
@@ -282,7 +286,10 @@ def _load(text: str, source: str) -> Scenario:
         scheduler_config=scheduler,
         controller_config=controller,
         objects=objects,
-        usage={key: msgspec.Raw(_USAGE_JSON.encode(raw)) for key, raw in usage_raw.items()},
+        usage={
+            key: msgspec.Raw(bytes(raw)) if isinstance(raw, msgspec.Raw) else msgspec.Raw(_USAGE_JSON.encode(raw))
+            for key, raw in usage_raw.items()
+        },
         node_usage=node_usage,
         pod_usage=pod_usage,
         events=events,
@@ -305,7 +312,8 @@ def _objects(raw_objects: Any) -> tuple[list[AnyObject], list[str]]:
     out: list[AnyObject] = []
     warnings: list[str] = []
     seen: dict[tuple[str, str, str], int] = {}
-    for i, raw in enumerate(raw_objects):
+    for i, entry in enumerate(raw_objects):
+        raw = plain(entry)  # (one object's dict at a time: a fleet's would be gigabytes at once)
         label = f"objects[{i}] {object_label(raw)}"
         try:
             obj = decode_object(raw, label=label)
