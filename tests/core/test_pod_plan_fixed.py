@@ -22,13 +22,15 @@ def _encoded(stats: object) -> bytes:
 @pytest.mark.parametrize("t", [0, 7 * SECOND, 3600 * SECOND])
 def test_constant_pod_stats_are_those_of_any_instant(t: int) -> None:
     plan = plan_pod(pod("web", volumes=[{"name": "cache", "emptyDir": {}}]), parse_pod_usage(CONSTANT, "u"))
-    assert plan.fixed is not None
-    fixed = pod_stats_at(plan, t)
+    from ledgerlet_core.node_sim.stats import pod_stats_json
+
+    assert plan.fixed is not None and plan.fixed_json is not None
+    use, js = pod_stats_json(plan, t)
     computed = _pod_stats(plan, t)
-    assert fixed is plan.fixed  # reused, not rebuilt
-    assert fixed[1:] == computed[1:]
-    assert _encoded(fixed[0]) == _encoded(computed[0])
-    assert fixed[1:] == (300 << 20, 20 << 20, 5 << 20, 1 << 30, 900, 12)
+    assert js is plan.fixed_json and use is plan.fixed  # reused, not rebuilt
+    assert use == computed[1:]
+    assert js == _encoded(computed[0])
+    assert use == (300 << 20, 20 << 20, 5 << 20, 1 << 30, 900, 12)
 
 
 def test_a_stopped_container_is_worked_out_at_the_instant() -> None:

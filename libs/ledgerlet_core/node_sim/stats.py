@@ -123,8 +123,9 @@ class PodPlan:
     pids: Series
     #: the pod's stats when no series it reads changes over time (most pods of a large
     #: fleet): worked out once and reused by every pass, see :func:`pod_stats_at`
-    fixed: PodStatsAt | None = None
-    #: ``fixed``'s stats as JSON (what an observation carries), encoded once
+    fixed: PodUse | None = None
+    #: the stats themselves as JSON (what an observation carries), encoded once; no stats
+    #: objects are kept (a fleet's would be half a gigabyte)
     fixed_json: bytes | None = None
     #: for stats that vary: their JSON with ``%d`` for each number, filled in with the
     #: numbers of the instant (:func:`pod_stats_json`); worked out once per pod
@@ -167,8 +168,8 @@ def plan_pod(pod: Pod, usage: PodUsage | None) -> PodPlan:
     if template.fixed is None:
         plan = dataclasses.replace(template, ref=ref)
         return dataclasses.replace(plan, pieces=_json_format(plan))
-    stats = msgspec.structs.replace(template.fixed[0], pod_ref=ref)
-    return dataclasses.replace(template, ref=ref, fixed=(stats, *template.fixed[1:]), fixed_json=_JSON.encode(stats))
+    plan = dataclasses.replace(template, ref=ref)
+    return dataclasses.replace(plan, fixed_json=_JSON.encode(_stats(plan, _values(plan, 0)[0])))
 
 
 def _plan(pod: Pod, usage: PodUsage | None) -> PodPlan:
@@ -208,8 +209,8 @@ def _plan(pod: Pod, usage: PodUsage | None) -> PodPlan:
     if all(s.is_constant() for s in (*series, plan.inodes, plan.pids)):
         # Stats objects are never changed in place (they are encoded and dropped), so
         # one can stand for every pass.
-        fixed = _pod_stats(plan, 0)
-        plan = dataclasses.replace(plan, fixed=fixed, fixed_json=_JSON.encode(fixed[0]))
+        values, use = _values(plan, 0)
+        plan = dataclasses.replace(plan, fixed=use, fixed_json=_JSON.encode(_stats(plan, values)))
     return plan
 
 
@@ -222,9 +223,7 @@ def pod_writable_bytes(plan: PodPlan, t: int) -> tuple[int, int]:
 
 def pod_stats_at(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> PodStatsAt:
     """The pod's stats at ``t`` (see :func:`_pod_stats`), from the plan when they never change."""
-    if plan.fixed is not None and not stopped:
-        return plan.fixed
-    return _pod_stats(plan, t, stopped)
+    return _pod_stats(plan, 0 if plan.fixed is not None and not stopped else t, stopped)
 
 
 def pod_stats_json(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> tuple[PodUse, bytes]:
@@ -232,7 +231,7 @@ def pod_stats_json(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> tu
     for a pod whose stats never change (a collector compares them by identity first),
     else its JSON format filled in with the numbers of the instant (no stats objects)."""
     if plan.fixed is not None and plan.fixed_json is not None and not stopped:
-        return plan.fixed[1:], plan.fixed_json
+        return plan.fixed, plan.fixed_json
     values, use = _values(plan, t, stopped)
     if plan.pieces is None or stopped:
         return use, _JSON.encode(_stats(plan, values))
