@@ -16,10 +16,12 @@ text as before, errors and all:
   plain keys must resolve to strings (JSON keys are strings);
 * quoted and block scalars are strings on both sides;
 * refused here (PyYAML reads them): aliases and merge keys, tags, directives,
-  tabs, control characters, line breaks other than ``\\n`` (YAML 1.1 also breaks lines
-  at NEL, LS and PS), a colon right before a flow indicator, plain scalars libyaml
-  would not scan as such, repeated keys (PyYAML names the line), nesting deeper than
-  rapidyaml's emitter goes, and the float spellings rapidyaml's JSON rewrites.
+  tabs, carriage returns, control characters, line breaks other than ``\\n`` (YAML 1.1
+  also breaks lines at NEL, LS and PS), repeated keys (PyYAML names the line), nesting
+  deeper than rapidyaml's emitter goes, the float spellings rapidyaml's JSON rewrites,
+  and each construct where a differential fuzzer found rapidyaml reading what libyaml
+  refuses (the patterns and checks below: plain scalars libyaml would not scan, keys
+  that may span lines, ``...``, a document that is a block scalar ...).
 
 It is pure: text in, values out. When the ``rapidyaml`` wheel is missing, PyYAML
 reads everything.
@@ -107,7 +109,9 @@ def read_fast(text: str, loader: type[Any]) -> list[Any] | None:
         return None
     del tree, buf  # the tree is the largest thing here: gone before the values are built
     docs: list[Any] = []
-    for js in emitted:
+    emitted.reverse()
+    while emitted:
+        js = emitted.pop()  # each document's JSON is dropped once its values are built
         if any(s in js for s in _NANINF_JSON):
             return None
         try:
@@ -140,31 +144,47 @@ def _scan(tree: Any) -> tuple[set[bytes], set[bytes], list[int]] | None:
     keys_plain: set[bytes] = set()
     flow_keys: set[bytes] = set()
 
+    rare = unproven | anchored
+    all_keys: set[bytes] = set()  # every key, looked at once for a line break or a space
+
     def walk(node: int, flags: int, depth: int) -> None:
         if depth > MAX_DEPTH:
             raise _Unproven
         in_flow = bool(flags & flow_style)
-        values, keys = (flow_plain, flow_keys) if in_flow else (plain, keys_plain)
-        mapping = flags & is_map
-        seen: set[bytes] = set()
+        add_value = (flow_plain if in_flow else plain).add
         child = first_child(this, node)
+        if flags & is_map:
+            seen: set[bytes] = set()
+            add_key, add_plain_key = seen.add, (flow_keys if in_flow else keys_plain).add
+            while child != none:
+                f = node_type(this, child)
+                if f & rare and (f & unproven or not _anchors_ok(tree, child, f)):
+                    raise _Unproven
+                k = b"" if f & key_nil else bytes(key(this, child))
+                if k in seen:
+                    raise _Unproven  # repeated: PyYAML names the line
+                add_key(k)
+                if f & key_plain:
+                    add_plain_key(k)
+                if f & container:
+                    walk(child, f, depth + 1)
+                elif f & val_nil:
+                    plain.add(b"")
+                elif f & val_plain:
+                    add_value(bytes(val(this, child)))
+                child = next_sibling(this, child)
+            all_keys.update(seen)
+            return
         while child != none:
             f = node_type(this, child)
-            if f & unproven or (f & anchored and not _anchors_ok(tree, child, f)):
+            if f & rare and (f & unproven or not _anchors_ok(tree, child, f)):
                 raise _Unproven
-            if mapping:
-                k = b"" if f & key_nil else bytes(key(this, child))
-                if k in seen or b" " in k or b"\n" in k:
-                    raise _Unproven  # repeated, or perhaps a key over several lines, which libyaml refuses
-                seen.add(k)
-                if f & key_plain:
-                    keys.add(k)
             if f & container:
                 walk(child, f, depth + 1)
             elif f & val_nil:
                 plain.add(b"")
             elif f & val_plain:
-                values.add(bytes(val(this, child)))
+                add_value(bytes(val(this, child)))
             child = next_sibling(this, child)
 
     root = node_type(this, 0)
@@ -180,7 +200,7 @@ def _scan(tree: Any) -> tuple[set[bytes], set[bytes], list[int]] | None:
     try:
         for doc in roots:
             f = node_type(this, doc)
-            if f & unproven or f & block_scalar or (f & anchored and not _anchors_ok(tree, doc, f)):
+            if f & block_scalar or (f & rare and (f & unproven or not _anchors_ok(tree, doc, f))):
                 return None  # a document that is a block scalar: libyaml ends it at column 0, rapidyaml does not
             if f & container:
                 walk(doc, f, 1)
@@ -190,6 +210,8 @@ def _scan(tree: Any) -> tuple[set[bytes], set[bytes], list[int]] | None:
                 plain.add(bytes(val(this, doc)))
     except _Unproven:
         return None
+    if any(b" " in k or b"\n" in k for k in all_keys):
+        return None  # perhaps a key over several lines, which libyaml refuses
     if not all(_plain_ok(s, False) for s in plain) or not all(_plain_ok(s, False) for s in keys_plain):
         return None
     if not all(_plain_ok(s, True) for s in flow_plain) or not all(_plain_ok(s, True) for s in flow_keys):
@@ -293,7 +315,7 @@ class _Resolver(yaml.resolver.BaseResolver):
             return _Unconstructed()
         try:
             return build(self._constructor, yaml.ScalarNode(tag, text))
-        except (yaml.YAMLError, ValueError, OverflowError):
+        except Exception:  # PyYAML would fail here too: it reads the text and says so
             return _Unconstructed()
 
 
