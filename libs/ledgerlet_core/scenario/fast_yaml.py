@@ -75,6 +75,8 @@ _INDICATORS: Final = frozenset(",[]{}#&*!|>'\"%@`")
 #: a document start marker; and the comments and blank lines that may stand before the first
 _DOC_START: Final = re.compile(r"(?:^|\n)---(?=[ \n]|$)")
 _NO_CONTENT: Final = re.compile(r"(?:[ ]*(?:#[^\n]*)?\n)*")
+#: where the tree's nodes start, near enough: flow entries, lines, block sequence entries
+_NODE_STARTS: Final = (b",", b"{", b"[", b"\n", b"- ")
 #: rapidyaml's JSON writes these for inf/nan spellings, whatever the style
 _NANINF_JSON: Final = ('".inf"', '"-.inf"', '".nan"')
 
@@ -91,6 +93,10 @@ def read_fast(text: str, loader: type[Any]) -> list[Any] | None:
         return None
     buf = bytearray(text, "utf-8")
     tree = ryml.Tree()
+    # room for every node up front: grown by doubling instead, the tree takes up to twice
+    # the memory and the parse several times longer. A node starts at a comma, a bracket,
+    # a line or a "- " (a few bytes at least, whatever the text holds)
+    tree.reserve(min(sum(buf.count(c) for c in _NODE_STARTS) + 2, len(buf) // 12 + 16))
     try:
         ryml.parse_in_place(buf, tree)
     except ryml.ExceptionBasic:
