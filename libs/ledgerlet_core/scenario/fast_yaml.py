@@ -35,12 +35,10 @@ from typing import Any, Final
 import msgspec
 import yaml
 
-try:
-    import ryml  # type: ignore[import-untyped]
-    from ryml import _ryml
-except ImportError:  # pragma: no cover - the wheel is a dependency; without it PyYAML reads all
-    ryml = None
-    _ryml = None
+#: rapidyaml and its bare SWIG functions, imported on first use (see :func:`_rapidyaml`)
+ryml: Any = None
+_ryml: Any = None
+_imported = False
 
 #: texts shorter than this go straight to PyYAML: quick enough there, and rapidyaml
 #: prints its own message on standard error when it cannot parse a text
@@ -81,15 +79,30 @@ _NODE_STARTS: Final = (b",", b"{", b"[", b"\n", b"- ")
 _NANINF_JSON: Final = ('".inf"', '"-.inf"', '".nan"')
 
 
+def _rapidyaml() -> Any:
+    """rapidyaml, imported on first use (the import takes tens of milliseconds, which
+    every command and service would pay at start for files it mostly never reads this
+    way); ``None`` when the wheel is missing."""
+    global ryml, _ryml, _imported
+    if not _imported:
+        _imported = True
+        try:
+            import ryml as module  # type: ignore[import-untyped]
+        except ImportError:  # the wheel is a dependency; without it PyYAML reads all
+            return None
+        ryml, _ryml = module, module._ryml
+    return ryml
+
+
 def available() -> bool:
     """Whether the rapidyaml wheel is installed."""
-    return ryml is not None
+    return _rapidyaml() is not None
 
 
 def read_fast(text: str, loader: type[Any]) -> list[Any] | None:
     """The non-empty documents of ``text`` as ``yaml.load_all(text, loader)`` reads them
     (``None`` left out), or ``None`` when that is not proven for this text."""
-    if ryml is None or not _text_proven(text):
+    if _rapidyaml() is None or not _text_proven(text):
         return None
     buf = bytearray(text, "utf-8")
     tree = ryml.Tree()
