@@ -67,7 +67,7 @@ def read_documents(text: str, source: str, loader: type[UniqueKeyLoader] = Uniqu
     check_block_depth(text, source)
     if len(text) >= fast_yaml.FAST_MIN_CHARS:
         fast = fast_yaml.read_fast(text, loader)
-        if fast is not None:  # no anchors, so no aliases to bound; no repeated keys
+        if fast is not None:  # it read no alias (none to bound) and no repeated key
             return fast
     try:
         docs = list(yaml.load_all(text, Loader=loader))
