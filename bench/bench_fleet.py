@@ -3,7 +3,9 @@
 N nodes x 110 bound pods with per-pod usage, housekeeping every 10 s, 10 minutes, one
 node in five crossing a hard threshold once. Reported:
 
-* reading and checking the scenario (JSON and flow-style YAML), in this process;
+* reading and checking the scenario (JSON, flow-style YAML and block-style YAML as
+  kubectl writes it), in this process; YAML is read by rapidyaml where that provably
+  gives PyYAML's documents (``scenario/fast_yaml.py``), so the figures say which read it;
 * ``ledgerlet run`` of the fleet for 0 s (the load-only baseline: read, start the
   services, fold and store the cluster) and for 10 minutes, each ``--runs`` times in a
   process of its own; the closed loop's wall time is the median run minus the median
@@ -22,19 +24,36 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from fleet import write
+from ledgerlet_core.scenario import fast_yaml
 from ledgerlet_core.scenario.load import load_scenario
 from measure import run_ledgerlet
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _read(path: Path) -> float:
-    began = time.perf_counter()
-    load_scenario(path.read_text(), str(path))
-    return time.perf_counter() - began
+def _read(path: Path) -> tuple[float, str]:
+    """Seconds to read and check the scenario, and which parser read it."""
+    answers: list[bool] = []
+    read_fast = fast_yaml.read_fast
+
+    def watched(text: str, loader: type[Any]) -> list[Any] | None:
+        docs = read_fast(text, loader)
+        answers.append(docs is not None)
+        return docs
+
+    fast_yaml.read_fast = watched
+    try:
+        began = time.perf_counter()
+        load_scenario(path.read_text(), str(path))
+        took = time.perf_counter() - began
+    finally:
+        fast_yaml.read_fast = read_fast
+    reader = "msgspec" if path.suffix == ".json" else "rapidyaml" if any(answers) else "PyYAML"
+    return took, reader
 
 
 def _run(scenario: Path, out: Path, name: str) -> tuple[float, float, dict[str, int]]:
@@ -54,13 +73,15 @@ def main() -> None:
     full = write(out, n, 110, "10m", fmt="json")
     base = write(out, n, 110, "0s", fmt="json")
     flow = write(out, n, 110, "10m", fmt="yaml")
+    block = write(out, n, 110, "10m", fmt="block.yaml")
     gc.set_threshold(50_000, 20, 100)  # as `ledgerlet run` does
     print(
         f"fleet: {n:,} nodes x 110 pods = {n * 110:,} bound pods; JSON {full.stat().st_size / 1e6:.0f} MB, "
         f"flow-style YAML {flow.stat().st_size / 1e6:.0f} MB",
         flush=True,
     )
-    print(f"reading and checking: JSON {_read(full):.2f}s, YAML {_read(flow):.2f}s", flush=True)
+    reads = {"json": _read(full), "yaml_flow": _read(flow), "yaml_block": _read(block)}
+    print("reading and checking: " + ", ".join(f"{k} {s:.2f}s ({by})" for k, (s, by) in reads.items()), flush=True)
     bases, fulls = [], []
     rss_base = rss_full = 0.0
     counts: dict[str, int] = {}
@@ -85,6 +106,7 @@ def main() -> None:
             {
                 "nodes": n,
                 "pods": n * 110,
+                "read_s": {k: s for k, (s, _) in reads.items()},
                 "load_only_s": b,
                 "run_s": f,
                 "closed_loop_s": loop,

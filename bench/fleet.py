@@ -93,7 +93,8 @@ def _seconds(duration: str) -> int:
 
 
 def write(out: Path, nodes: int, pods: int, duration: str, *, fmt: str) -> Path:
-    """Write the fleet as ``json`` (msgspec) or flow-style ``yaml``; returns the path."""
+    """Write the fleet as ``json`` (msgspec), flow-style ``yaml`` or block-style
+    ``block.yaml`` (as kubectl writes YAML); returns the path."""
     out.mkdir(parents=True, exist_ok=True)
     doc = fleet(nodes, pods, duration=duration)
     path = out / f"fleet-{nodes}x{pods}-{duration}.{fmt}"
@@ -101,7 +102,8 @@ def write(out: Path, nodes: int, pods: int, duration: str, *, fmt: str) -> Path:
         path.write_bytes(msgspec.json.encode(doc))
     else:
         dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
-        path.write_text(yaml.dump(doc, Dumper=dumper, default_flow_style=True, width=1 << 30))
+        flow = fmt == "yaml"
+        path.write_text(yaml.dump(doc, Dumper=dumper, default_flow_style=flow, sort_keys=flow, width=1 << 30))
     return path
 
 
@@ -110,7 +112,7 @@ def main() -> None:
     ap.add_argument("--nodes", type=int, default=5000)
     ap.add_argument("--pods", type=int, default=110)
     ap.add_argument("--duration", default="10m")
-    ap.add_argument("--format", choices=("json", "yaml"), default="json")
+    ap.add_argument("--format", choices=("json", "yaml", "block.yaml"), default="json")
     ap.add_argument("--out", type=Path, default=Path("out"))
     args = ap.parse_args()
     print(write(args.out, args.nodes, args.pods, args.duration, fmt=args.format))

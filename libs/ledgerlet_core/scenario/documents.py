@@ -12,6 +12,7 @@ import msgspec
 import yaml
 
 from ledgerlet_core.model.errors import InputError
+from ledgerlet_core.scenario import fast_yaml
 from ledgerlet_core.scenario.bounds import check_aliases, check_block_depth
 
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
@@ -52,7 +53,9 @@ def read_documents(text: str, source: str, loader: type[UniqueKeyLoader] = Uniqu
     """Every document of YAML 1.1 (as Kubernetes tooling reads it) or JSON, which is
     parsed much faster. A text opening with ``{`` is tried as JSON first; flow-style YAML
     opens the same way, so it is then read as YAML (and if neither reads it, the JSON
-    error is the one reported). Empty documents are left out."""
+    error is the one reported). Empty documents are left out. A large YAML text is read
+    by rapidyaml where that gives exactly what PyYAML gives (:mod:`fast_yaml`), by
+    PyYAML otherwise."""
     json_error: msgspec.DecodeError | None = None
     if text.lstrip().startswith("{"):
         try:
@@ -62,6 +65,10 @@ def read_documents(text: str, source: str, loader: type[UniqueKeyLoader] = Uniqu
         except RecursionError:
             raise InputError("nested too deeply", file=source, obj="JSON") from None
     check_block_depth(text, source)
+    if len(text) >= fast_yaml.FAST_MIN_CHARS:
+        fast = fast_yaml.read_fast(text, loader)
+        if fast is not None:  # it read no alias (none to bound) and no repeated key
+            return fast
     try:
         docs = list(yaml.load_all(text, Loader=loader))
     except RecursionError:
