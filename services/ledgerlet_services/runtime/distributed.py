@@ -140,6 +140,7 @@ async def drive(
             progress=progress,
             idle_timeout=idle_timeout,
             telemetry=telemetry,
+            resume=True,  # the run may be one a killed driver left part way
         )
         await driver.run()
         await bus.wait_idle(recorder_groups(), timeout=idle_timeout)

@@ -53,8 +53,12 @@ class Driver:
         progress: Callable[[int], None] | None = None,
         idle_timeout: float = 120.0,
         telemetry: Telemetry | None = None,
+        resume: bool = False,
     ) -> None:
+        """``resume``: the run may have been driven before (a driver killed part way):
+        the ticks it published are read first and published again as they were."""
         self.bus = bus
+        self.resume = resume
         #: inputs not published yet: each is let go once published (a fleet's feed is
         #: hundreds of thousands of encoded objects, and the bus has its own copy)
         self.feed = deque(sorted(feed, key=Envelope.sort_key))
@@ -67,16 +71,23 @@ class Driver:
         self.idle_timeout = idle_timeout
         self.telemetry = telemetry or Telemetry.disabled()
         self.stats = DriverStats()
-        self._timers: dict[int, set[int]] = {}
+        #: instant -> phase -> the last round at that instant whose handling asked for it
+        #: (-1: asked before the instant): a tick of a phase answers the requests made
+        #: before its round, not those its own handling makes
+        self._timers: dict[int, dict[int, int]] = {}
         # A group per driver, read from the start: a stack serves run after run, and a driver
         # that takes over a run whose driver was killed must learn every timer the services
         # asked for before (they will not ask again: what they handled is skipped as seen).
         self._timer_group = f"{CLOCK_GROUP}.{run}.{uuid.uuid4().hex[:12]}"
+        #: instant -> the phase of each round an earlier driver of this run ticked there
+        self._ticked: dict[int, list[int]] = {}
 
     async def run(self) -> None:
         producer = self.bus.producer()
         timers = self.bus.consumer(self._timer_group, [TIMERS], whole=True)
         try:
+            if self.resume:
+                await self._read_earlier_ticks()
             feed = self.feed
             while True:
                 next_input = feed[0].t if feed else None
@@ -136,17 +147,45 @@ class Driver:
         if self.followers and await self.bus.lag(self.followers) > self.max_follower_lag:
             await self.bus.wait_idle(self.followers, timeout=max(self.idle_timeout, 600.0))
 
+    async def _read_earlier_ticks(self) -> None:
+        """The ticks an earlier driver of this run published (a tick's id is its instant and
+        round, not its phase: a driver that takes over must tick each round it ticked with
+        the same phase, or the services would skip a tick they never had, as seen)."""
+        group = f"{CLOCK_GROUP}.ticks.{self.run_id}.{uuid.uuid4().hex[:12]}"
+        clock = self.bus.consumer(group, [CLOCK], whole=True)
+        try:
+            ticks: dict[int, dict[int, int]] = {}
+            while await self.bus.lag({group: [CLOCK]}):
+                records = await clock.getmany(timeout=0.2, max_records=10_000)
+                for r in records:
+                    env = decode_envelope(r.value)
+                    if env.type == "ClockTick" and env.run == self.run_id:
+                        tick: ClockTick = decode_data(env)
+                        ticks.setdefault(env.t, {})[tick.round] = tick.phase
+                if records:
+                    await clock.commit(next_offsets(records))
+            self._ticked = {t: [rounds[r] for r in sorted(rounds)] for t, rounds in ticks.items()}
+        finally:
+            await clock.close()
+
     async def _tick(self, now: int, producer: Producer, timers: Consumer) -> None:
-        """Tick at ``now``, lowest phase first, until nothing more is due at ``now``."""
+        """Tick at ``now``, lowest phase first, until nothing more is due at ``now`` (the
+        rounds an earlier driver of the run ticked here first, as it ticked them)."""
         rnd = 0
+        earlier = self._ticked.pop(now, [])
         while True:
             due = sorted({p for at, phases in self._timers.items() if at <= now for p in phases})
-            if not due:
+            if rnd < len(earlier):
+                phase = earlier[rnd]
+            elif not due:
                 return
-            phase = due[0]
+            else:
+                phase = due[0]
             for at in [at for at in self._timers if at <= now]:
-                self._timers[at].discard(phase)
-                if not self._timers[at]:
+                asked = self._timers[at]
+                if asked.get(phase, rnd) < rnd:
+                    del asked[phase]
+                if not asked:
                     del self._timers[at]
             tick = make_envelope(
                 ClockTick(round=rnd, phase=phase), run=self.run_id, t=now, order=[order.CLOCK, rnd], stream="clock"
@@ -172,6 +211,9 @@ class Driver:
                 env = decode_envelope(r.value)
                 if env.type == "TimerSet" and env.run == self.run_id:
                     data: TimerSet = decode_data(env)
-                    self._timers.setdefault(data.at, set()).add(data.phase)
+                    # (a driver that takes over reads at once what several rounds asked for)
+                    by = env.order[1] if env.t == data.at and env.order[0] == order.CLOCK else -1
+                    asked = self._timers.setdefault(data.at, {})
+                    asked[data.phase] = max(asked.get(data.phase, -1), by)
             if records:
                 await timers.commit(next_offsets(records))
