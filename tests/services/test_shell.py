@@ -61,3 +61,53 @@ async def test_streamed_output_is_published_once_and_acknowledged_before_the_com
     assert await runner._publish(producer, outgoing, streamed)
     sent = bus._topics["ledgerlet.timers"]
     assert sum(len(part.records) for part in sent) == 3  # streamed ones are not sent again
+
+
+class _Counting(Loop):
+    """Counts the inputs it handles (each member of a batch once)."""
+
+    name: ClassVar[str] = "shutdown-manager"
+    topics: ClassVar[tuple[str, ...]] = ("ledgerlet.inputs",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.handled: list[str] = []
+
+    def wants(self, env: Envelope) -> bool:
+        return True
+
+    def handle(self, env: Envelope, out: Emitter) -> None:
+        self.handled.append(env.id)
+
+
+async def test_a_restarted_service_skips_a_batch_it_folded_when_it_comes_again() -> None:
+    """A batch can be on the bus twice (a producer's retry, a driver that takes over):
+    a service that folded the first copy while rebuilding must skip the second, as it
+    skips any event it has handled."""
+    from ledgerlet_core.contracts import inputs as inp
+    from ledgerlet_core.contracts.batch import BATCH, batch_inputs
+
+    singles = [
+        make_envelope(
+            inp.UsageDeclared(key=f"ns/p{i}", usage={"memory": "1Mi"}), run="r", t=0, order=[0, i], stream="u"
+        )
+        for i in range(3)
+    ]
+    (batch,) = batch_inputs(singles, lambda e: "n1")
+    assert batch.type == BATCH
+    bus = MemoryBus(retain=True)
+    p = bus.producer()
+    for _ in range(2):  # the batch, and a copy of it
+        await p.send("ledgerlet.inputs", encode_envelope(batch), key=b"n1")
+    await p.flush()
+    first = bus.consumer("shutdown-manager", ["ledgerlet.inputs"], whole=True)
+    await first.commit({("ledgerlet.inputs", 0): 1})  # the first copy was handled and committed
+    await first.close()
+    runner = ServiceRunner(bus, _Counting, group="shutdown-manager")
+    assert await runner.rebuild() == 3
+    consumer = bus.consumer("shutdown-manager", ["ledgerlet.inputs"], whole=True)
+    again = await consumer.getmany(timeout=0.1)
+    assert len(again) == 1
+    runner.handle_records(again)
+    service = runner.instances["r"]
+    assert isinstance(service, _Counting) and service.handled == [s.id for s in singles]  # once each

@@ -113,6 +113,10 @@ class SharedDecoding:
         self._runs = runs
         self._by_run: OrderedDict[tuple[str, str], Decoded] = OrderedDict()
 
+    def forget(self, run: str, digest: str) -> None:
+        """A run is over: what was decoded for it (its seeded objects too) goes."""
+        self._by_run.pop((run, digest), None)
+
     def for_run(self, run: str, digest: str) -> Decoded:
         key = (run, digest)
         found = self._by_run.get(key)

@@ -7,9 +7,10 @@ what is decided: a batch's members are exactly the envelopes the single inputs h
 place, stream, node, pod, data), and whoever reads a batch reads its members
 (:func:`expand`) in the place each would have had.
 
-Only runs of consecutive inputs are batched, so no other input ever falls between two
-members of a batch; members of one batch share a node, and a batch stands at the place
-of its first member.
+A batch is a run of consecutive inputs of one instant that concern one node (a node's
+pods, then its pods' usage entries, as a fleet lists them), so no other input ever falls
+between two members and the members are handled in the order single inputs would be;
+a batch stands at the place of its first member.
 """
 
 from __future__ import annotations
@@ -29,8 +30,10 @@ BATCH: Final = "InputBatch"
 #: the input types a batch may carry (readers of these look in batches too)
 BATCHABLE: Final = frozenset({"ObjectApplied", "UsageDeclared"})
 
-#: members per batch at most (a record stays well below a Kafka broker's 1 MB message limit)
+#: members per batch at most, and bytes of their data: a record stays well below a Kafka
+#: broker's default 1 MB message limit, compressed or not (pods with large annotations)
 MAX_MEMBERS: Final = 256
+MAX_BYTES: Final = 512 * 1024
 
 _MEMBERS: Final = msgspec.json.Decoder(InputBatch)
 _ENCODER: Final = msgspec.json.Encoder()
@@ -71,33 +74,32 @@ def expand_all(envelopes: Iterable[Envelope]) -> Iterator[Envelope]:
 
 def batch_inputs(inputs: Iterable[Envelope], node_of: Callable[[Envelope], str | None]) -> list[Envelope]:
     """``inputs`` (in feed order) with each run of consecutive batchable inputs of one
-    instant carried as batches: one per node (``node_of``; None: not batchable), in the
-    order of their first members, of at most :data:`MAX_MEMBERS` each."""
+    instant and one node (``node_of``; None: not batchable) carried as batches of at most
+    :data:`MAX_MEMBERS` members and :data:`MAX_BYTES` of data. Inputs are taken one at a
+    time: at most one batch's worth of them is held."""
     out: list[Envelope] = []
-    run: list[tuple[str, Envelope]] = []
+    run: list[Envelope] = []
+    run_node: str | None = None
+    size = 0
 
     def flush() -> None:
-        by_node: dict[str, list[Envelope]] = {}
-        for node, env in run:
-            by_node.setdefault(node, []).append(env)
-        batches = [
-            _batch(node, group[i : i + MAX_MEMBERS])
-            for node, group in by_node.items()
-            for i in range(0, len(group), MAX_MEMBERS)
-        ]
-        out.extend(sorted(batches, key=Envelope.sort_key))
-        run.clear()
+        if run:
+            out.append(_batch(run_node or "", list(run)))
+            run.clear()
 
     for env in inputs:
         node = node_of(env)
-        if run and (node is None or env.t != run[-1][1].t):
+        length = len(env.data)
+        if run and (node != run_node or env.t != run[-1].t or len(run) >= MAX_MEMBERS or size + length > MAX_BYTES):
             flush()
+            size = 0
         if node is None:
             out.append(env)
         else:
-            run.append((node, env))
-    if run:
-        flush()
+            run.append(env)
+            run_node = node
+            size += length
+    flush()
     return out
 
 
@@ -123,7 +125,8 @@ def _batch(node: str, members: list[Envelope]) -> Envelope:
         order=list(first.order),
         stream=f"batch/{node}",
         kind=first.kind,
-        node=node,
+        # (a batch of usage entries alone is no node's input: a node's reads pass it by)
+        node=node if any(m.node == node for m in members) else None,
     )
 
 

@@ -135,7 +135,7 @@ class LazyNodeObserved(_Data, kw_only=True):
         out: dict[str, msgspec.Raw] = {}
         for raw in _RAW_LIST.decode(self.summary.pods):
             ref = _POD_REF.decode(raw).pod_ref
-            out[f"{ref.namespace}/{ref.name}"] = raw
+            out[f"{ref.namespace}/{ref.name}"] = msgspec.Raw(bytes(raw))  # (not the whole record)
         return out
 
 

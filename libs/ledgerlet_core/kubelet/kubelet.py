@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import assert_never
 
+import msgspec
+
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.internal import (
@@ -261,7 +263,9 @@ class Kubelet:
                 raise RuntimeError(f"{data.node}: an observation tells a change of pods' stats it has no base for")
             for gone in data.pods_gone:
                 table.pop(gone, None)
-            table.update(data.pods_changed)  # a pod there keeps its place; a new one goes last
+            # a pod there keeps its place, a new one goes last; each a copy of its own bytes
+            # (a Raw holds on to the whole record it was read from)
+            table.update((k, msgspec.Raw(bytes(v))) for k, v in data.pods_changed.items())
             return lambda: pods_from(table.values())
         node.pod_stats = data.pods_by_key() if data.source == "usage" else None
         return data.pod_stats

@@ -244,6 +244,7 @@ class Machines:
         if node is None or node.off == off:
             return
         node.off = off
+        node.reported = None  # (whatever the kubelet made of the node meanwhile: told whole again)
         if off:
             node.next_pass = None
         elif node.usage is not None:

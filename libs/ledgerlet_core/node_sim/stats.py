@@ -121,8 +121,8 @@ class PodPlan:
     volumes: tuple[tuple[str, Series, bool], ...]
     inodes: Series
     pids: Series
-    #: the pod's stats when no series it reads changes over time (most pods of a large
-    #: fleet): worked out once and reused by every pass, see :func:`pod_stats_at`
+    #: what the pod uses when no series it reads changes over time (most pods of a large
+    #: fleet): worked out once and reused by every pass, see :func:`pod_stats_json`
     fixed: PodUse | None = None
     #: the stats themselves as JSON (what an observation carries), encoded once; no stats
     #: objects are kept (a fleet's would be half a gigabyte)
@@ -342,7 +342,7 @@ def _pod_stats(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> PodSta
 _PLACEHOLDER: Final = 7_000_000_000_000_000
 
 
-def _json_format(plan: PodPlan) -> bytes:
+def _json_format(plan: PodPlan) -> bytes | None:
     """The pod's stats as JSON with ``%d`` for each of their numbers, in the order
     :func:`_values` gives them: ``format % tuple(numbers)`` is, byte for byte, what
     encoding the stats gives (held so here, for the plan it is made for)."""
@@ -352,6 +352,8 @@ def _json_format(plan: PodPlan) -> bytes:
     pieces: list[bytes] = []
     start = 0
     for p in placeholders:
+        if text.count(b"%d" % p) != 1:  # (a name that happens to hold a placeholder: encode as it is)
+            return None
         at = text.index(b":%d" % p, start) + 1
         pieces.append(text[start:at].replace(b"%", b"%%"))
         start = at + len(b"%d" % p)

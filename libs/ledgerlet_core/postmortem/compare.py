@@ -94,6 +94,8 @@ class Verifier:
     def __init__(self) -> None:
         self._recorded: dict[str, Envelope] = {}
         self._derived: dict[str, Envelope] = {}
+        #: ids paired already (an event derived or read again is not unpaired)
+        self._paired: set[str] = set()
         self.mismatches: list[Mismatch] = []
         self.compared = 0
         #: the latest virtual time each side has reached
@@ -105,6 +107,8 @@ class Verifier:
             if env.kind == INPUT or env.type == "RunEnded":
                 continue
             self.recorded_t = max(self.recorded_t, env.t)
+            if env.id in self._paired:
+                continue
             again = self._derived.pop(env.id, None)
             if again is None:
                 self._recorded.setdefault(env.id, env)
@@ -116,6 +120,8 @@ class Verifier:
             if env.kind == INPUT:
                 continue
             self.derived_t = max(self.derived_t, env.t)
+            if env.id in self._paired:
+                continue
             recorded = self._recorded.pop(env.id, None)
             if recorded is None:
                 self._derived.setdefault(env.id, env)
@@ -123,6 +129,7 @@ class Verifier:
                 self._pair(recorded, env)
 
     def _pair(self, recorded: Envelope, derived: Envelope) -> None:
+        self._paired.add(recorded.id)
         self.compared += 1
         fields = differing_fields(recorded, derived)
         if fields:

@@ -89,6 +89,8 @@ async def run_embedded(
         with contextlib.suppress(Exception):  # (the store may be what failed)
             await record_outcome(store, run_id, scenario.duration, RUN_FAILED, str(exc))
         raise
+    finally:
+        SHARED_DECODING.forget(run_id, scenario.digest)
     await record_outcome(store, run_id, scenario.duration, RUN_COMPLETED)
     decisions = await store.read_run(run_id, kind=DECISION)
     return RunResult(

@@ -146,7 +146,10 @@ class ServiceRunner:
             return 0
         envelopes: dict[str, Envelope] = {}
         for rec in history:
-            for env in expand(decode_envelope(rec.value)):
+            record = decode_envelope(rec.value)
+            if record.type == BATCH:
+                self._seen.seen(record.id)  # (a copy of the batch that comes again is skipped)
+            for env in expand(record):
                 envelopes.setdefault(env.id, env)
         ended = {e.run for e in envelopes.values() if e.type == "ScenarioEnded"}
         live = sorted((e for e in envelopes.values() if e.run not in ended), key=Envelope.sort_key)
@@ -223,7 +226,8 @@ class ServiceRunner:
                     for o in emitted:
                         o.headers = out_headers
                     outgoing.extend(emitted)
-        self._last_root[batch.run] = members[-1].sort_key()
+        last = members[-1].sort_key()
+        self._last_root[batch.run] = max(last, self._last_root.get(batch.run, last))
         if outgoing is not None:
             self.stats.events_in += len(members)
             by_type = self.stats.by_type
