@@ -1,6 +1,7 @@
-"""The embedded run's rate: 100 nodes x 30 pods for one virtual hour (every node observed
-every 10 s: 36,100 housekeeping passes, one node in five evicting), as ``ledgerlet run``
-in a process of its own.
+"""The embedded run's rate: 100 nodes x 30 pods for one virtual hour, the fleet of
+``bench/fleet.py`` at that size (every node observed every 10 s: 36,100 housekeeping
+passes; one node in five crosses a hard threshold once, so 20 evict), as ``ledgerlet
+run`` in a process of its own.
 
 Reported: the median of ``--runs`` runs of the hour and of the load-only baseline (the
 same scenario for 0 s: read, start, fold and store the cluster, the first pass), the
@@ -17,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from fleet import write
 from measure import run_ledgerlet
-from scenarios import write
 
 
 def main() -> None:
@@ -31,9 +32,8 @@ def main() -> None:
     args = ap.parse_args()
     out: Path = args.out / "bench-run"
     out.mkdir(parents=True, exist_ok=True)
-    shape = f"{args.nodes}x{args.pods_per_node}"
-    full = write(out / f"run-{shape}-{args.duration}.yaml", args.nodes, args.pods_per_node, duration=args.duration)
-    base = write(out / f"run-{shape}-0s.yaml", args.nodes, args.pods_per_node, duration="0s")
+    full = write(out, args.nodes, args.pods_per_node, args.duration, fmt="json")
+    base = write(out, args.nodes, args.pods_per_node, "0s", fmt="json")
     virtual = {"s": 1, "m": 60, "h": 3600}[args.duration[-1]] * int(args.duration[:-1])
     runs, bases = [], []
     for i in range(args.runs):
