@@ -25,8 +25,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from fleet import write
-from measure import run_ledgerlet
+from measure import fleet_file, run_ledgerlet
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -75,10 +74,10 @@ def main() -> None:
     args = ap.parse_args()
     out: Path = args.out / "bench-fleet"
     n = args.nodes
-    full = write(out, n, 110, "10m", fmt="json")
-    base = write(out, n, 110, "0s", fmt="json")
-    flow = write(out, n, 110, "10m", fmt="yaml")
-    block = write(out, n, 110, "10m", fmt="block.yaml")
+    full = fleet_file(out, n, 110, "10m", "json")
+    base = fleet_file(out, n, 110, "0s", "json")
+    flow = fleet_file(out, n, 110, "10m", "yaml")
+    block = fleet_file(out, n, 110, "10m", "block.yaml")
     print(
         f"fleet: {n:,} nodes x 110 pods = {n * 110:,} bound pods; JSON {full.stat().st_size / 1e6:.0f} MB, "
         f"flow-style YAML {flow.stat().st_size / 1e6:.0f} MB",

@@ -18,8 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from fleet import write
-from measure import run_ledgerlet
+from measure import fleet_file, run_ledgerlet
 
 
 def main() -> None:
@@ -32,8 +31,8 @@ def main() -> None:
     args = ap.parse_args()
     out: Path = args.out / "bench-run"
     out.mkdir(parents=True, exist_ok=True)
-    full = write(out, args.nodes, args.pods_per_node, args.duration, fmt="json")
-    base = write(out, args.nodes, args.pods_per_node, "0s", fmt="json")
+    full = fleet_file(out, args.nodes, args.pods_per_node, args.duration, "json")
+    base = fleet_file(out, args.nodes, args.pods_per_node, "0s", "json")
     virtual = {"s": 1, "m": 60, "h": 3600}[args.duration[-1]] * int(args.duration[:-1])
     runs, bases = [], []
     for i in range(args.runs):
