@@ -51,10 +51,23 @@ async def fill(dsn: str, base: str, target: int) -> int:
                 run,
             )
             total += int(n.split()[-1])
+            # a batch row's pods are found through batch_members: the copy's rows point at
+            # the copied batch (its new position), or a copied run's pods would have no inputs
+            await conn.execute(
+                """INSERT INTO batch_members (event_id, run, type, t, order_key, node, pod, position)
+                   SELECT md5($2 || m.event_id)::uuid::text, $2, m.type, m.t, m.order_key, m.node, m.pod, copy.position
+                   FROM batch_members m
+                   JOIN events original ON original.position = m.position
+                   JOIN events copy ON copy.event_id = md5($2 || original.event_id)::uuid::text
+                   WHERE m.run = $1""",
+                base,
+                run,
+            )
             if copies % 10 == 0:
                 rate = total / (time.perf_counter() - began)
                 print(f"  {total:>11,} events ({copies} copies, {rate:,.0f}/s)", flush=True)
         await conn.execute("ANALYZE events")
+        await conn.execute("ANALYZE batch_members")
         return copies
     finally:
         await conn.close()
