@@ -30,6 +30,7 @@ reads everything.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, Final
 
 import msgspec
@@ -166,6 +167,8 @@ def _scan(tree: Any) -> tuple[set[bytes], set[bytes], list[int]] | None:
     rare = unproven | anchored
     all_keys: set[bytes] = set()  # every key, looked at once for a line break or a space
 
+    again: list[Callable[[int, int, int], None]] = []
+
     def walk(node: int, flags: int, depth: int) -> None:
         if depth > MAX_DEPTH:
             raise _Unproven
@@ -186,7 +189,7 @@ def _scan(tree: Any) -> tuple[set[bytes], set[bytes], list[int]] | None:
                 if f & key_plain:
                     add_plain_key(k)
                 if f & container:
-                    walk(child, f, depth + 1)
+                    again[0](child, f, depth + 1)
                 elif f & val_nil:
                     plain.add(b"")
                 elif f & val_plain:
@@ -199,7 +202,7 @@ def _scan(tree: Any) -> tuple[set[bytes], set[bytes], list[int]] | None:
             if f & rare and (f & unproven or not _anchors_ok(tree, child, f)):
                 raise _Unproven
             if f & container:
-                walk(child, f, depth + 1)
+                again[0](child, f, depth + 1)
             elif f & val_nil:
                 plain.add(b"")
             elif f & val_plain:
@@ -216,6 +219,7 @@ def _scan(tree: Any) -> tuple[set[bytes], set[bytes], list[int]] | None:
         while doc != none:
             roots.append(doc)
             doc = next_sibling(this, doc)
+    again.append(walk)
     try:
         for doc in roots:
             f = node_type(this, doc)
@@ -229,6 +233,10 @@ def _scan(tree: Any) -> tuple[set[bytes], set[bytes], list[int]] | None:
                 plain.add(bytes(val(this, doc)))
     except _Unproven:
         return None
+    finally:
+        # walk calls itself through ``again``: emptied, it keeps no cycle holding the tree
+        # (the largest thing here) until the cyclic collector runs, which reading pauses
+        again.clear()
     if any(b" " in k or b"\n" in k for k in all_keys):
         return None  # perhaps a key over several lines, which libyaml refuses
     if not all(_plain_ok(s, False) for s in plain) or not all(_plain_ok(s, False) for s in keys_plain):
