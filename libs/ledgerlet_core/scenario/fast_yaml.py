@@ -175,32 +175,20 @@ def _scan(tree: Any) -> tuple[set[bytes], set[bytes], list[int]] | None:
         in_flow = bool(flags & flow_style)
         add_value = (flow_plain if in_flow else plain).add
         child = first_child(this, node)
-        if flags & is_map:
-            seen: set[bytes] = set()
-            add_key, add_plain_key = seen.add, (flow_keys if in_flow else keys_plain).add
-            while child != none:
-                f = node_type(this, child)
-                if f & rare and (f & unproven or not _anchors_ok(tree, child, f)):
-                    raise _Unproven
+        mapping = bool(flags & is_map)
+        seen: set[bytes] = set()  # a mapping's keys
+        add_key, add_plain_key = seen.add, (flow_keys if in_flow else keys_plain).add
+        while child != none:
+            f = node_type(this, child)
+            if f & rare and (f & unproven or not _anchors_ok(tree, child, f)):
+                raise _Unproven
+            if mapping:
                 k = b"" if f & key_nil else bytes(key(this, child))
                 if k in seen:
                     raise _Unproven  # repeated: PyYAML names the line
                 add_key(k)
                 if f & key_plain:
                     add_plain_key(k)
-                if f & container:
-                    again[0](child, f, depth + 1)
-                elif f & val_nil:
-                    plain.add(b"")
-                elif f & val_plain:
-                    add_value(bytes(val(this, child)))
-                child = next_sibling(this, child)
-            all_keys.update(seen)
-            return
-        while child != none:
-            f = node_type(this, child)
-            if f & rare and (f & unproven or not _anchors_ok(tree, child, f)):
-                raise _Unproven
             if f & container:
                 again[0](child, f, depth + 1)
             elif f & val_nil:
@@ -208,6 +196,7 @@ def _scan(tree: Any) -> tuple[set[bytes], set[bytes], list[int]] | None:
             elif f & val_plain:
                 add_value(bytes(val(this, child)))
             child = next_sibling(this, child)
+        all_keys.update(seen)
 
     root = node_type(this, 0)
     if root == 0:  # nothing but comments or blank lines
