@@ -283,3 +283,23 @@ def test_generated_documents_read_as_pyyaml_reads_them_or_fall_back(
         text = text[:a] + rng.choice(EDITS) + text[b:]
     for loader in LOADERS:
         agrees(text, loader)
+
+
+def test_a_fast_read_leaves_no_cycle_behind() -> None:
+    """Reading pauses the cyclic collector (scenario/load.py), so whatever the fast read
+    leaves in a cycle stays until the end of the read: its walk once kept the whole
+    rapidyaml tree alive that way (a 1,000-node fleet peaked at 1.1 GiB, not 690 MiB)."""
+    import gc
+
+    text = "a:\n  b: [1, {c: d}]\n  e:\n  - f: g\n" + "# padding\n" * 20
+    gc.collect()
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        docs = fast_yaml.read_fast(text, UniqueKeyLoader)
+        left_in_cycles = gc.collect()
+    finally:
+        if was_enabled:
+            gc.enable()
+    assert docs == pyyaml(text, UniqueKeyLoader)
+    assert left_in_cycles == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -217,3 +218,38 @@ def test_pod_with_unknown_runtime_class() -> None:
     )
     assert err.obj == "objects[1] Pod default/p" and err.field == "spec.runtimeClassName"
     assert 'RuntimeClass "kata-fc" not found' in err.message
+
+
+def test_reading_pauses_the_cyclic_collector_and_leaves_it_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    """(40 % of reading a 5,000-node fleet was the collector walking objects that live on)"""
+    import gc
+
+    from ledgerlet_core.scenario import load as load_module
+
+    text = (EXAMPLES / "memory-pressure.yaml").read_text()
+    during: list[bool] = []
+    real_load = load_module._load
+
+    def watched(text: str, source: str) -> Any:
+        during.append(gc.isenabled())
+        return real_load(text, source)
+
+    monkeypatch.setattr(load_module, "_load", watched)
+    was_enabled = gc.isenabled()
+    try:
+        gc.enable()
+        load_scenario(text, "m.yaml")
+        assert gc.isenabled()
+        gc.disable()
+        load_scenario(text, "m.yaml")
+        assert not gc.isenabled()  # a caller that paused it keeps it paused
+        gc.enable()
+        with pytest.raises(InputError):
+            load_scenario("apiVersion: nope\n", "bad.yaml")
+        assert gc.isenabled()  # (and after a refused file)
+    finally:
+        if was_enabled:
+            gc.enable()
+        else:
+            gc.disable()
+    assert during == [False, False, False]
