@@ -4,7 +4,7 @@ N nodes x 110 bound pods with per-pod usage, housekeeping every 10 s, 10 minutes
 node in five crossing a hard threshold once. Reported:
 
 * reading and checking the scenario (JSON, flow-style YAML and block-style YAML as
-  kubectl writes it), in this process; YAML is read by rapidyaml where that provably
+  kubectl writes it), each in a process of its own; YAML is read by rapidyaml where that provably
   gives PyYAML's documents (``scenario/fast_yaml.py``), so the figures say which read it;
 * ``ledgerlet run`` of the fleet for 0 s (the load-only baseline: read, start the
   services, fold and store the cluster) and for 10 minutes, each ``--runs`` times in a

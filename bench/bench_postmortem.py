@@ -52,7 +52,9 @@ async def fill(dsn: str, base: str, target: int) -> int:
             )
             total += int(n.split()[-1])
             # a batch row's pods are found through batch_members: the copy's rows point at
-            # the copied batch (its new position), or a copied run's pods would have no inputs
+            # the copied batch (its new position), so reads by pod (explain) find a copied
+            # run's inputs; reads by member id do not (the copied batch's data and causes
+            # keep the original ids), and nothing here reads a copy that way
             await conn.execute(
                 """INSERT INTO batch_members (event_id, run, type, t, order_key, node, pod, position)
                    SELECT md5($2 || m.event_id)::uuid::text, $2, m.type, m.t, m.order_key, m.node, m.pod, copy.position

@@ -1,6 +1,7 @@
 """The embedded run's rate: 100 nodes x 30 pods for one virtual hour, the fleet of
 ``bench/fleet.py`` at that size (every node observed every 10 s: 36,100 housekeeping
-passes; one node in five crosses a hard threshold once, so 20 evict), as ``ledgerlet
+passes; one node in five is made to cross a hard threshold, and at 30 pods a node only
+the disk half of them does: 10 evict), as ``ledgerlet
 run`` in a process of its own.
 
 Reported: the median of ``--runs`` runs of the hour and of the load-only baseline (the

@@ -39,6 +39,6 @@ def fleet_file(out: Path, nodes: int, pods: int, duration: str, fmt: str) -> Pat
     counts what its parent held when it was forked, so the bench itself must stay small
     (building a 5,000-node fleet in it took 9.7 GiB, and every figure said so)."""
     cmd = [sys.executable, str(ROOT / "bench" / "fleet.py"), "--nodes", str(nodes), "--pods", str(pods)]
-    cmd += ["--duration", duration, "--format", fmt, "--out", str(out)]
+    cmd += ["--duration", duration, "--format", fmt, "--out", str(out.resolve())]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
     return Path(done.stdout.strip().splitlines()[-1])

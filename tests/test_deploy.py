@@ -97,7 +97,7 @@ def test_dockerfile_copies_what_the_package_needs() -> None:
     text = (ROOT / "deploy" / "Dockerfile").read_text()
     for needed in ("pyproject.toml", "libs", "services", "examples"):
         assert f"COPY {needed}" in text
-    stages = re.findall(r"^FROM (\S+)(?: AS (\w+))?$", text, re.MULTILINE)
+    stages = re.findall(r"^FROM (\S+)(?: AS ([\w-]+))?$", text, re.MULTILINE)
     assert len(stages) >= 2 and stages[-1][1] == ""  # built in a stage of its own; one image ships
     ledgerlet = [svc for svc in _compose()["services"].values() if "build" in svc]
     assert {svc["image"] for svc in ledgerlet} == {"ledgerlet:dev"}  # one image for every service

@@ -67,7 +67,7 @@ stop() {
 
 start() {
   local owner=${1:?owner PID}
-  preflight >/dev/null || { preflight; exit 3; }
+  ( preflight ) >/dev/null || { preflight; exit 3; }  # (a subshell: preflight exits where it fails)
   install
   mkdir -p "$HOME_DIR/data" "$RUN_DIR"
   stop  # a dockerd a killed run left behind
