@@ -173,9 +173,10 @@ def test_json_scenarios_load_like_yaml() -> None:
     import yaml
 
     text = (EXAMPLES / "memory-pressure.yaml").read_text()
-    as_json = json.dumps(yaml.safe_load(text))
-    a, b = load_scenario(text, "a.yaml"), load_scenario(as_json, "a.json")
-    assert a.objects == b.objects and a.events == b.events and a.duration == b.duration
+    for as_json in (json.dumps(yaml.safe_load(text)), json.dumps(yaml.safe_load(text), indent=4)):
+        a, b = load_scenario(text, "a.yaml"), load_scenario(as_json, "a.json")
+        assert a.objects == b.objects and a.events == b.events and a.duration == b.duration
+        assert a.usage == b.usage  # (the usage entries travel as they are: compact, whatever the file's layout)
     err = refused("{not json")
     assert err.obj == "JSON"
 
