@@ -140,7 +140,9 @@ async def drive(
             progress=progress,
             idle_timeout=idle_timeout,
             telemetry=telemetry,
-            resume=True,  # the run may be one a killed driver left part way
+            # a run named by the caller may be one a killed driver left part way; a new id
+            # cannot have been driven (and its clock need not be read from the start)
+            resume=run is not None,
         )
         await driver.run()
         await bus.wait_idle(recorder_groups(), timeout=idle_timeout)
