@@ -86,10 +86,13 @@ class Bus(Protocol):
         nothing produced): a slow machine or a long pass is waited out, only a stuck
         consumer raises :class:`BusTimeout`."""
 
-    async def history(self, group: str, topics: Sequence[str]) -> list[Record]:
+    async def history(
+        self, group: str, topics: Sequence[str], *, start: Mapping[TopicPartition, int] | None = None
+    ) -> list[Record]:
         """The records below the group's committed offsets: what it has already handled.
 
-        A restarted service folds them again to rebuild its state."""
+        A restarted service folds them again to rebuild its state; ``start`` (per
+        partition, the first offset wanted) skips what a snapshot of it already holds."""
 
 
 class CommitRejected(RuntimeError):

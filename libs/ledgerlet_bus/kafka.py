@@ -335,10 +335,16 @@ class KafkaBus:
                 raise BusTimeout(f"bus not idle: nothing moved for {timeout:g}s: {behind or 'broker unreachable'}")
             await asyncio.sleep(delay)
 
-    async def history(self, group: str, topics: Sequence[str]) -> list[Record]:
-        """Every record below the group's committed offsets (what it has already handled)."""
+    async def history(
+        self, group: str, topics: Sequence[str], *, start: Mapping[TP, int] | None = None
+    ) -> list[Record]:
+        """Every record below the group's committed offsets (what it has already handled),
+        from ``start`` on where given."""
         tps = await self.topic_partitions(topics)
-        committed = {tp: off for tp, off in (await self.committed(group, tps)).items() if off > 0}
+        first = dict(start or {})
+        committed = {
+            tp: off for tp, off in (await self.committed(group, tps)).items() if off > 0 and off > first.get(tp, 0)
+        }
         if not committed:
             return []
         reader = AIOKafkaConsumer(
@@ -354,6 +360,9 @@ class KafkaBus:
             assigned = [TopicPartition(self.physical(t), p) for (t, p) in committed]
             reader.assign(assigned)
             await reader.seek_to_beginning(*assigned)
+            for t, p in committed:
+                if first.get((t, p), 0) > 0:
+                    reader.seek(TopicPartition(self.physical(t), p), first[(t, p)])
             remaining = {TopicPartition(self.physical(t), p): off for (t, p), off in committed.items()}
             while remaining:
                 batch = await reader.getmany(*remaining, timeout_ms=1000, max_records=10_000)

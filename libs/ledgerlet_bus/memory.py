@@ -169,15 +169,19 @@ class MemoryBus:
                 total += end - committed.get(tp, 0)
         return total
 
-    async def history(self, group: str, topics: Sequence[str]) -> list[Record]:
+    async def history(
+        self, group: str, topics: Sequence[str], *, start: Mapping[TopicPartition, int] | None = None
+    ) -> list[Record]:
         committed = self._groups.setdefault(group, _Group()).committed
         out: list[Record] = []
         for t in topics:
             for p, part in enumerate(self._partitions(t)):
                 upto = committed.get((t, p), 0)
-                if upto and part.base > 0:
+                first = (start or {}).get((t, p), 0)
+                if first < upto and part.base > first:
                     raise RuntimeError(f"{t}[{p}]: records below {part.base} were dropped; use MemoryBus(retain=True)")
-                out.extend(part.read(0, upto))
+                if first < upto:
+                    out.extend(part.read(first, upto - first))
         return out
 
     async def wait_idle(self, groups: Mapping[str, Sequence[str]], *, timeout: float = 60.0) -> None:

@@ -65,3 +65,17 @@ batch_members = sa.Table(
 )
 sa.Index("ix_batch_members_run_pod", batch_members.c.run, batch_members.c.pod)
 sa.Index("ix_batch_members_run_t", batch_members.c.run, batch_members.c.t, batch_members.c.order_key)
+
+#: A service's state checkpoint, one row per consumer group (migration 0004): the state
+#: as it was once the group had committed ``offsets`` (JSON ``[[topic, partition, next
+#: offset], ...]``). A cache, not a record: replaced by the next one, and safe to drop.
+snapshots = sa.Table(
+    "snapshots",
+    metadata,
+    sa.Column("key", sa.String(300), primary_key=True),
+    sa.Column("version", sa.String(64), nullable=False),
+    sa.Column("offsets", sa.Text, nullable=False),
+    sa.Column("state", sa.LargeBinary, nullable=False),
+    sa.Column("records", sa.BigInteger, nullable=False),
+    sa.Column("taken_at", sa.DateTime(timezone=True), nullable=False),
+)

@@ -33,10 +33,12 @@ from ledgerlet_core.contracts.batch import BATCH, BATCHABLE
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import INTERNAL_TYPES
 from ledgerlet_core.contracts.registry import DECISION, INPUT, INTERNAL
+from ledgerlet_store import snapshots
 from ledgerlet_store.batches import expanded, in_decision_order, member_rows, with_batches
 from ledgerlet_store.batches import order_key as order_key
 from ledgerlet_store.dsn import async_url, describe
 from ledgerlet_store.schema import batch_members, events
+from ledgerlet_store.snapshots import StoredSnapshot
 
 MIGRATIONS = Path(__file__).parent / "migrations"
 _PG_MIGRATION_LOCK = 7_420_117  # advisory lock id: one migrator at a time
@@ -736,6 +738,16 @@ class EventStore:
                 status, reason = RUNNING, ""
             out.append(RunState(run, _aware(started_at), status, reason))
         return out
+
+    # -- services' checkpoints (not events: see ledgerlet_store.snapshots) ---------
+    async def save_snapshot(self, snap: StoredSnapshot) -> None:
+        await snapshots.save(self.engine, snap)
+
+    async def load_snapshot(self, key: str) -> StoredSnapshot | None:
+        return await snapshots.load(self.engine, key)
+
+    async def drop_snapshot(self, key: str) -> None:
+        await snapshots.drop(self.engine, key)
 
     async def count(self, run: str | None = None) -> int:
         q = sa.select(sa.func.count()).select_from(events)

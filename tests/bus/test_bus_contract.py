@@ -242,3 +242,22 @@ async def test_an_idle_wait_gives_up_on_no_progress_not_on_elapsed_time(bus: Bus
     await bus.wait_idle({"slow-group": ["slow"]}, timeout=0.5)  # never 0.5 s without a commit
     await worker
     assert await bus.lag({"slow-group": ["slow"]}) == 0
+
+
+async def test_history_from_a_start_is_what_the_group_committed_after_it(bus: Bus) -> None:
+    """A service restored from a snapshot folds only the records after the snapshot's
+    offsets, up to what its group has committed."""
+    p = bus.producer()
+    for i in range(10):
+        await p.send("h", str(i).encode(), key=b"same")  # one key: one partition, in order
+    await p.flush()
+    c = bus.consumer("s", ["h"], whole=True)
+    got = await drain(c, 10)
+    part = got[0].partition
+    await c.commit({("h", part): 8})
+    await c.close()
+    tail = await bus.history("s", ["h"], start={("h", part): 5})
+    assert [int(r.value) for r in tail] == [5, 6, 7]
+    assert [r.offset for r in tail] == [5, 6, 7]
+    assert await bus.history("s", ["h"], start={("h", part): 8}) == []
+    assert [int(r.value) for r in await bus.history("s", ["h"], start={})] == list(range(8))

@@ -248,3 +248,31 @@ async def test_input_batches_are_stored_as_one_row_and_read_as_their_members(sto
         "run-b", types=["ObjectApplied"], scope="inputs", after=(0, order_key([0, 2]), page[-1].position)
     )
     assert [s.envelope.id for s in rest] == [singles[2].id, singles[3].id]
+
+
+async def test_a_snapshot_is_replaced_whole_and_read_back_as_saved(store: EventStore) -> None:
+    from datetime import UTC, datetime
+
+    from ledgerlet_store.snapshots import StoredSnapshot
+
+    assert await store.load_snapshot("g") is None
+    first = StoredSnapshot("g", "v1", {("ledgerlet.inputs", 0): 7}, b"\x00state\xff" * 1000, 7, datetime.now(UTC))
+    await store.save_snapshot(first)
+    second = StoredSnapshot(
+        "g",
+        "v1",
+        {("ledgerlet.inputs", 0): 9, ("ledgerlet.decisions", 3): 2},
+        b"newer",
+        11,
+        datetime.now(UTC),
+    )
+    await store.save_snapshot(second)
+    other = StoredSnapshot("ns.g", "v2", {}, b"x", 0, datetime.now(UTC))
+    await store.save_snapshot(other)
+    got = await store.load_snapshot("g")
+    assert got is not None
+    assert (got.version, got.offsets, got.state, got.records) == ("v1", second.offsets, b"newer", 11)
+    assert (await store.load_snapshot("ns.g")) is not None
+    await store.drop_snapshot("g")
+    assert await store.load_snapshot("g") is None
+    assert (await store.load_snapshot("ns.g")) is not None

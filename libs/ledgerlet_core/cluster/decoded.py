@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any, TypeVar, cast
+from typing import Any, ClassVar, TypeVar, cast
 
 import msgspec
 
@@ -107,11 +107,29 @@ def _typed(raw: Mapping[str, Any] | msgspec.Raw, model: type[T]) -> T:
 
 
 class SharedDecoding:
-    """One :class:`Decoded` per run (and scenario digest), for the loops of one process."""
+    """One :class:`Decoded` per run (and scenario digest), for the loops of one process.
 
-    def __init__(self, runs: int = 16) -> None:
+    A named one is the process's own: a loop's state that refers to it is pickled (a
+    snapshot) as that reference, and restored referring to the restoring process's."""
+
+    _named: ClassVar[dict[str, SharedDecoding]] = {}
+
+    def __init__(self, runs: int = 16, *, name: str | None = None) -> None:
         self._runs = runs
         self._by_run: OrderedDict[tuple[str, str], Decoded] = OrderedDict()
+        self.name = name
+        if name is not None:
+            SharedDecoding._named[name] = self
+
+    @classmethod
+    def named(cls, name: str) -> SharedDecoding:
+        found = cls._named.get(name)
+        return found if found is not None else cls(name=name)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        if self.name is None:
+            return super().__reduce_ex__(protocol)
+        return (SharedDecoding.named, (self.name,))
 
     def forget(self, run: str, digest: str) -> None:
         """A run is over: what was decoded for it (its seeded objects too) goes."""

@@ -97,6 +97,10 @@ class _Owner:
         return self.workload.kind
 
 
+def _no_pod(key: str) -> bool:
+    return False
+
+
 class WorkloadControllers:
     def __init__(self, owner: str) -> None:
         self.timers = Timers(owner)
@@ -107,8 +111,10 @@ class WorkloadControllers:
         self._dirty: dict[str, set[str] | None] = {}
         #: retries by when they are due: (at, owner, node or "")
         self._due: list[tuple[int, str, str]] = []
+        #: what one sync was given (see :meth:`sync`); let go when it ends, so the state
+        #: holds no function of the caller's (a snapshot pickles it)
         self._taints: Mapping[str, list[Taint]] = {}
-        self._exists: Callable[[str], bool] = lambda key: False
+        self._exists: Callable[[str], bool] = _no_pod
 
     def _wake(self, at: int, out: Emitter) -> None:
         self.timers.want(at, PHASE_TIMERS, out)
@@ -255,7 +261,13 @@ class WorkloadControllers:
         their live taints (their objects' when not given); ``exists``: whether a pod of that
         key exists in the cluster (a generated name already taken is not used again)."""
         self._taints = taints or {}
-        self._exists = exists or (lambda key: False)
+        self._exists = exists or _no_pod
+        try:
+            self._sync_due(now, nodes, out)
+        finally:
+            self._taints, self._exists = {}, _no_pod
+
+    def _sync_due(self, now: int, nodes: Mapping[str, Node], out: Emitter) -> None:
         while self._due and self._due[0][0] <= now:
             _, key, slot = heapq.heappop(self._due)
             owner = self.owners.get(key)

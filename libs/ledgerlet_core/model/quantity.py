@@ -91,6 +91,10 @@ class Quantity:
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError("Quantity is immutable")
 
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickled through the constructor (a service's snapshot holds quantities)."""
+        return (Quantity, (self.nanos, self.format, self._cached))
+
     # -- constructors -------------------------------------------------------------
     @classmethod
     def from_int(cls, value: int, fmt: Format = Format.DECIMAL_SI) -> Quantity:

@@ -32,9 +32,10 @@ from ledgerlet_services.app.cli_postmortem import dispatch as dispatch_postmorte
 from ledgerlet_services.app.messages import error, warning
 from ledgerlet_services.app.report_console import rate, summary_tables, virtual_time_progress
 from ledgerlet_services.runtime.catalog import AUDIT_API, service_names
-from ledgerlet_services.runtime.distributed import DEFAULT_PARTITIONS, UnknownService, drive, serve
+from ledgerlet_services.runtime.distributed import DEFAULT_PARTITIONS, SnapshotEvery, UnknownService, drive, serve
 from ledgerlet_services.runtime.embedded import RunResult, ServiceFailed, new_run_id, record_outcome, run_embedded
 from ledgerlet_services.runtime.health import DEFAULT_MAX_AGE, Heartbeat, health_file, is_healthy
+from ledgerlet_services.runtime.snapshots import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS
 from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_store.dsn import DEFAULT_DSN, describe
 from ledgerlet_store.store import EventStore
@@ -95,6 +96,20 @@ def _parser() -> argparse.ArgumentParser:
     service = sub.add_parser("service", help="run one service of the distributed stack until SIGTERM")
     service.add_argument("name", choices=service_names(), help="which service")
     _bus_and_store(service)
+    service.add_argument(
+        "--snapshot-records",
+        type=int,
+        default=int(os.environ.get("LEDGERLET_SNAPSHOT_RECORDS", DEFAULT_EVERY_RECORDS)),
+        help="a control loop checkpoints its state in the store after this many records "
+        f"(env LEDGERLET_SNAPSHOT_RECORDS; default {DEFAULT_EVERY_RECORDS}; 0: never)",
+    )
+    service.add_argument(
+        "--snapshot-seconds",
+        type=float,
+        default=float(os.environ.get("LEDGERLET_SNAPSHOT_SECONDS", DEFAULT_EVERY_SECONDS)),
+        help="... or after this many seconds of handling, whichever comes first "
+        f"(env LEDGERLET_SNAPSHOT_SECONDS; default {DEFAULT_EVERY_SECONDS:g})",
+    )
 
     health = sub.add_parser("health", help="exit 0 if the named service's loop turned recently (health checks)")
     health.add_argument("name", choices=service_names())
@@ -322,6 +337,7 @@ def _service(args: argparse.Namespace) -> int:
             telemetry=Telemetry.from_env(args.name),
             stop=stop,
             heartbeat=Heartbeat(health_file(args.name)),
+            snapshot_every=SnapshotEvery(args.snapshot_records, args.snapshot_seconds),
         )
 
     try:

@@ -33,7 +33,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 _MARK = "__ledgerlet_handles__"
 
 #: objects decoded once for every loop of this process (see ledgerlet_core.cluster.decoded)
-SHARED_DECODING = SharedDecoding()
+SHARED_DECODING = SharedDecoding(name="loops")
 
 
 @dataclass(frozen=True, slots=True)

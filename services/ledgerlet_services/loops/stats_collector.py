@@ -4,6 +4,7 @@ kernel (OOM kills); the deciding is :mod:`ledgerlet_core.node_sim.machines`."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import datetime
 
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
@@ -21,7 +22,11 @@ class Collector(Loop):
 
     def __init__(self) -> None:
         super().__init__()
-        self.machines = Machines(self.name, self.cluster.pods, lambda: self.cluster.settings.start)
+        self.machines = Machines(self.name, self.cluster.pods, self._start)
+
+    def _start(self) -> datetime:
+        """The run's wall-clock start (a method, not a closure: a snapshot pickles the loop)."""
+        return self.cluster.settings.start
 
     @on(inp.ObjectApplied)
     def _applied(self, env: Envelope, data: inp.LazyObjectApplied, out: Emitter) -> None:

@@ -12,6 +12,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from sqlalchemy.exc import SQLAlchemyError
 
@@ -28,6 +29,7 @@ from ledgerlet_services.runtime.health import Heartbeat
 from ledgerlet_services.runtime.recorder import NAME as RECORDER
 from ledgerlet_services.runtime.recorder import RecorderRunner
 from ledgerlet_services.runtime.shell import ServiceRunner
+from ledgerlet_services.runtime.snapshots import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS, Snapshots
 from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_services.runtime.topics import topic_specs
 from ledgerlet_store.store import EventStore
@@ -39,6 +41,15 @@ DEFAULT_PARTITIONS = 6
 
 class UnknownService(ValueError):
     pass
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotEvery:
+    """How often a control loop checkpoints its state: after this many records, or this
+    many seconds of handling, whichever comes first (records 0: never)."""
+
+    records: int = DEFAULT_EVERY_RECORDS
+    seconds: float = DEFAULT_EVERY_SECONDS
 
 
 async def open_bus(url: str, *, client_id: str, partitions: int) -> KafkaBus:
@@ -65,8 +76,12 @@ async def serve(
     stop: asyncio.Event | None = None,
     heartbeat: Heartbeat | None = None,
     lag_every: float = 5.0,
+    snapshot_every: SnapshotEvery | None = None,
 ) -> None:
-    """Run one service until ``stop`` is set (SIGTERM): it finishes its batch and leaves."""
+    """Run one service until ``stop`` is set (SIGTERM): it finishes its batch and leaves.
+
+    A control loop with a store checkpoints its state there (``snapshot_every``; records
+    0 turns it off), so a restart folds only what came after the newest checkpoint."""
     kind = control_loop(name)
     if kind is None and name != RECORDER:
         raise UnknownService(f"unknown service {name!r}; services: {', '.join(service_names())}")
@@ -77,7 +92,14 @@ async def serve(
     runner: ServiceRunner | RecorderRunner
     try:
         if kind is not None:
-            runner = ServiceRunner(bus, kind, telemetry=telemetry)
+            every = snapshot_every or SnapshotEvery()
+            snapshots: Snapshots | None = None
+            if store_dsn and every.records > 0:
+                store = await open_store(store_dsn)
+                snapshots = Snapshots(
+                    store, bus.physical(kind.name), every_records=every.records, every_seconds=every.seconds
+                )
+            runner = ServiceRunner(bus, kind, telemetry=telemetry, snapshots=snapshots)
             groups = {runner.group: list(runner.topics)}
         else:
             if not store_dsn:

@@ -34,6 +34,7 @@ from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_services.loops.base import Loop
 from ledgerlet_services.runtime.dedupe import RecentIds
 from ledgerlet_services.runtime.outgoing import Outgoing, routed
+from ledgerlet_services.runtime.snapshots import RunnerState, Snapshots
 from ledgerlet_services.runtime.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,8 @@ class RunnerStats:
     duplicates: int = 0
     batches: int = 0
     rebuilt: int = 0
+    #: records read back at the start (from the snapshot's offsets on, where there was one)
+    rebuilt_records: int = 0
     by_type: dict[str, int] = field(default_factory=dict)
 
 
@@ -62,8 +65,10 @@ class ServiceRunner:
         max_records: int = 2000,
         telemetry: Telemetry | None = None,
         envelopes: SharedEnvelopes | None = None,
+        snapshots: Snapshots | None = None,
     ) -> None:
-        """``envelopes``: decoding shared with the other runners of an embedded run."""
+        """``envelopes``: decoding shared with the other runners of an embedded run;
+        ``snapshots``: where the state is checkpointed (see runtime/snapshots.py)."""
         self.bus = bus
         self._decode = envelopes.decode if envelopes is not None else decode_envelope
         self._expand = envelopes.expand if envelopes is not None else expand
@@ -74,6 +79,7 @@ class ServiceRunner:
         self.group = group or service.name
         self.max_records = max_records
         self.telemetry = telemetry or Telemetry.disabled()
+        self.snapshots = snapshots
         self.stats = RunnerStats()
         self.instances: dict[str, Loop] = {}
         self._ended: OrderedDict[str, None] = OrderedDict()
@@ -116,9 +122,13 @@ class ServiceRunner:
                     await self._stream(producer, chunk, streamed)
                 if not await self._publish(producer, outgoing, streamed):
                     return  # stopping: the batch is not committed and will be handled again
-                self.telemetry.batch_done(self.name, outgoing, time.perf_counter() - began)
+                took = time.perf_counter() - began
+                self.telemetry.batch_done(self.name, outgoing, took)
                 self.stats.events_out += len(outgoing)
-                await self._commit(consumer, self.commit_offsets(records))
+                offsets = self.commit_offsets(records)
+                committed = await self._commit(consumer, offsets)
+                if self.snapshots is not None and self.snapshots.count(len(records), took) and committed:
+                    await self.checkpoint(offsets)
         finally:
             await producer.close()
             await consumer.close()
@@ -140,28 +150,70 @@ class ServiceRunner:
             self._ended.popitem(last=False)
 
     async def rebuild(self) -> int:
-        """Fold again what the group has committed (see the module docstring)."""
-        history = await self.bus.history(self.group, self.topics)
-        if not history:
-            return 0
+        """Fold again what the group has committed (see the module docstring), from the
+        newest snapshot on where there is one; how many events were folded."""
+        start: dict[TopicPartition, int] | None = None
+        loaded = await self.snapshots.load() if self.snapshots is not None else None
+        if loaded is not None:
+            state, start = loaded
+            self.adopt(state)
+            self._consumed = dict(start)
+        history = await self.bus.history(self.group, self.topics, start=start)
+        for tp, off in next_offsets(history).items():
+            self._consumed[tp] = max(off, self._consumed.get(tp, 0))
+        if self.snapshots is not None:
+            self.snapshots.folded += len(history)
         envelopes: dict[str, Envelope] = {}
         for rec in history:
             record = decode_envelope(rec.value)
-            if record.type == BATCH:
-                self._seen.seen(record.id)  # (a copy of the batch that comes again is skipped)
+            if record.type == BATCH and self._seen.seen(record.id):
+                continue  # (a copy of a batch folded before: its members were too)
             for env in expand(record):
                 envelopes.setdefault(env.id, env)
         ended = {e.run for e in envelopes.values() if e.type == "ScenarioEnded"}
         live = sorted((e for e in envelopes.values() if e.run not in ended), key=Envelope.sort_key)
+        folded = 0
         for env in live:
-            self._seen.seen(env.id)
+            if self._seen.seen(env.id):
+                continue  # a copy of what the snapshot holds
+            folded += 1
             for _ in self._handle(env, None):  # the output was published the first time
                 pass
         for run in sorted(ended):
             self._ended_run(run)
-        self.stats.rebuilt = len(live)
-        log.info("%s: rebuilt state from %d events (%d runs ended)", self.name, len(live), len(ended))
-        return len(live)
+            self._last_root.pop(run, None)
+        self.stats.rebuilt = folded
+        self.stats.rebuilt_records = len(history)
+        log.info(
+            "%s: rebuilt state from %s%d events of %d records (%d runs ended)",
+            self.name,
+            "a snapshot and " if loaded is not None else "",
+            folded,
+            len(history),
+            len(ended),
+        )
+        return folded
+
+    def adopt(self, state: RunnerState) -> None:
+        """Take up a snapshot's state (before anything else is handled)."""
+        self.instances, self._ended, self._seen, self._last_root = (
+            state.instances,
+            state.ended,
+            state.seen,
+            state.last_root,
+        )
+
+    def state(self) -> RunnerState:
+        """What folding the committed records gave (a snapshot's content)."""
+        return RunnerState(self.instances, self._ended, self._seen, self._last_root)
+
+    async def checkpoint(self, offsets: dict[TopicPartition, int]) -> None:
+        """Save the state as of ``offsets`` (just committed), unless an event is held back:
+        the state then reflects records beyond what was committed, and the held event's
+        own offset is what a restart reads from."""
+        if self.snapshots is None or self._held:
+            return
+        await self.snapshots.save(self.state(), offsets)
 
     def handle_records(self, records: list[Record]) -> list[Outgoing]:
         """Handle a batch; what it emitted (see :meth:`_batch`)."""
@@ -323,11 +375,13 @@ class ServiceRunner:
         publishing.cancel()
         return False
 
-    async def _commit(self, consumer: Consumer, offsets: dict[TopicPartition, int]) -> None:
+    async def _commit(self, consumer: Consumer, offsets: dict[TopicPartition, int]) -> bool:
         try:
             await consumer.commit(offsets)
         except CommitRejected as exc:  # the records come again; their ids are known by then
             log.warning("%s: commit rejected (%s)", self.name, exc)
+            return False
+        return True
 
 
 SortKey = tuple[int, tuple[int, ...]]

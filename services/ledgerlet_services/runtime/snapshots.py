@@ -1,0 +1,184 @@
+"""Checkpoints of a service's state, so a restart folds what came after one, not its
+group's whole history.
+
+A service's state is a function of the records its group has committed (the shell's
+module docstring): the loops' state per run, the runs that ended, the ids handled. Once
+a batch is committed and nothing is held back, that state and the committed offsets are
+saved together (every ``records`` records or ``seconds`` of handling, whichever comes
+first); a restarted service loads the newest one and folds only the records between its
+offsets and what the group has committed since.
+
+The state is pickled, so its shape is the code's: a snapshot carries :func:`state_version`,
+a digest of the code whose objects it holds, and one taken by other code is not loaded
+(the service folds from the start, as it would without snapshots). A snapshot that cannot
+be read is treated the same way. Snapshots are never the source of truth: dropping them
+all costs a slower restart, nothing else.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import pickle
+import sys
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cache
+from pathlib import Path
+from typing import Final, Protocol
+
+import cramjam
+
+import ledgerlet_core
+from ledgerlet_bus.api import TopicPartition
+from ledgerlet_services import loops as _loops
+from ledgerlet_services.loops.base import Loop
+from ledgerlet_services.runtime.dedupe import RecentIds
+from ledgerlet_store.snapshots import StoredSnapshot
+
+log = logging.getLogger(__name__)
+
+#: bump when what :class:`RunnerState` holds changes in a way the code digest cannot see
+STATE_FORMAT: Final = 1
+PICKLE_PROTOCOL: Final = 5
+
+DEFAULT_EVERY_RECORDS: Final = 20_000
+DEFAULT_EVERY_SECONDS: Final = 30.0
+
+
+class SnapshotStore(Protocol):
+    """Where checkpoints are kept (the event store's database: ``EventStore``)."""
+
+    async def save_snapshot(self, snap: StoredSnapshot) -> None: ...
+
+    async def load_snapshot(self, key: str) -> StoredSnapshot | None: ...
+
+
+@dataclass(slots=True)
+class RunnerState:
+    """What a service runner holds that folding its committed records rebuilds."""
+
+    instances: dict[str, Loop]
+    ended: OrderedDict[str, None]
+    seen: RecentIds
+    last_root: dict[str, tuple[int, tuple[int, ...]]]
+
+
+@cache
+def state_version() -> str:
+    """A digest of everything a pickled state's shape depends on: the format above, the
+    Python version, and the source of the packages whose objects the state holds (the
+    decision code in ``ledgerlet_core``, the loops, and the shell's own bookkeeping)."""
+    h = hashlib.sha256(f"{STATE_FORMAT}:{PICKLE_PROTOCOL}:{sys.version_info[:2]}".encode())
+    here = Path(__file__).parent
+    roots = [Path(ledgerlet_core.__file__).parent, Path(_loops.__file__).parent]
+    files = [f for root in roots for f in sorted(root.rglob("*.py"))]
+    files += [here / "shell.py", here / "dedupe.py", Path(__file__)]
+    for f in files:
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()[:32]
+
+
+def capture(state: RunnerState) -> bytes:
+    """The state as bytes (pickled, then compressed: a fleet's state is mostly repetition)."""
+    return bytes(cramjam.zstd.compress(pickle.dumps(state, protocol=PICKLE_PROTOCOL), level=1))
+
+
+def restore(blob: bytes) -> RunnerState:
+    state = pickle.loads(bytes(cramjam.zstd.decompress(blob)))
+    if not isinstance(state, RunnerState):
+        raise TypeError(f"a snapshot holds {type(state).__name__}, not RunnerState")
+    return state
+
+
+@dataclass
+class SnapshotStats:
+    taken: int = 0
+    failed: int = 0
+    last_bytes: int = 0
+    last_seconds: float = 0.0
+    #: the offsets the loaded snapshot reflected (None: none was loaded)
+    loaded_from: dict[TopicPartition, int] | None = None
+
+
+class Snapshots:
+    """When to checkpoint a runner's state and where: ``key`` names its group (with the
+    bus namespace, so stacks that share a database keep apart)."""
+
+    def __init__(
+        self,
+        store: SnapshotStore,
+        key: str,
+        *,
+        every_records: int = DEFAULT_EVERY_RECORDS,
+        every_seconds: float = DEFAULT_EVERY_SECONDS,
+    ) -> None:
+        self.store = store
+        self.key = key
+        self.every_records = every_records
+        self.every_seconds = every_seconds
+        self.stats = SnapshotStats()
+        self._records = 0
+        self._seconds = 0.0
+        #: records folded into the state since the group's first (carried in each snapshot)
+        self.folded = 0
+
+    def count(self, records: int, seconds: float) -> bool:
+        """Note a handled batch; whether a checkpoint is due."""
+        self._records += records
+        self._seconds += seconds
+        self.folded += records
+        return self._records >= self.every_records or self._seconds >= self.every_seconds
+
+    async def load(self) -> tuple[RunnerState, dict[TopicPartition, int]] | None:
+        """The newest checkpoint this code can read, or None (fold from the start)."""
+        snap = await self.store.load_snapshot(self.key)
+        if snap is None:
+            return None
+        if snap.version != state_version():
+            log.info(
+                "%s: the snapshot was taken by other code (state %s): folding from the start", self.key, snap.version
+            )
+            return None
+        try:
+            state = restore(snap.state)
+        except Exception as exc:  # a snapshot is only a cache: never worse than none
+            log.warning("%s: the snapshot could not be read (%s): folding from the start", self.key, exc)
+            return None
+        self.folded = snap.records
+        self.stats.loaded_from = dict(snap.offsets)
+        return state, dict(snap.offsets)
+
+    async def save(self, state: RunnerState, offsets: dict[TopicPartition, int]) -> None:
+        """Checkpoint ``state`` as of ``offsets``; a failure is logged and tried again at
+        the next interval (the database may be restarting: the service goes on)."""
+        self._records, self._seconds = 0, 0.0
+        began = time.perf_counter()
+        try:
+            blob = capture(state)
+            snap = StoredSnapshot(
+                key=self.key,
+                version=state_version(),
+                offsets=dict(offsets),
+                state=blob,
+                records=self.folded,
+                taken_at=datetime.now(UTC),
+            )
+            await self.store.save_snapshot(snap)
+        except Exception as exc:
+            self.stats.failed += 1
+            log.warning("%s: snapshot not saved (%s); the next interval tries again", self.key, exc)
+            return
+        self.stats.taken += 1
+        self.stats.last_bytes = len(blob)
+        self.stats.last_seconds = time.perf_counter() - began
+        log.info(
+            "%s: snapshot of %d records saved (%d KiB in %.3f s)",
+            self.key,
+            self.folded,
+            len(blob) // 1024,
+            self.stats.last_seconds,
+        )

@@ -1,0 +1,278 @@
+"""A service restored from a snapshot decides what it would have decided had it never
+stopped, folds only what came after the snapshot, and falls back to a full fold when the
+snapshot is not its own (other code, or unreadable).
+
+Each loop is fed the records its group read in a real embedded run of every example
+(the bus keeps them), split at an instant: the first part is folded, the state captured
+and restored into a fresh runner, and both runners are given the rest.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ledgerlet_bus.api import Record
+from ledgerlet_bus.memory import MemoryBus
+from ledgerlet_core.contracts.envelope import decode_envelope, encode_envelope
+from ledgerlet_core.scenario.load import load_scenario
+from ledgerlet_services.loops.base import Loop
+from ledgerlet_services.runtime import snapshots as snapshots_module
+from ledgerlet_services.runtime.catalog import CONTROL_LOOPS
+from ledgerlet_services.runtime.embedded import run_embedded
+from ledgerlet_services.runtime.shell import ServiceRunner
+from ledgerlet_services.runtime.snapshots import Snapshots, capture, restore, state_version
+from ledgerlet_store.snapshots import StoredSnapshot
+from ledgerlet_store.store import EventStore
+from tests.conftest import EXAMPLES
+
+EXAMPLE_FILES = sorted(p.name for p in EXAMPLES.glob("*.yaml"))
+
+
+@dataclass
+class Recorded:
+    """What each loop's group read in one embedded run, in the order the run handled it."""
+
+    run: str
+    by_loop: dict[str, list[Record]]
+    bus: MemoryBus
+
+
+_CACHE: dict[str, Recorded] = {}
+
+
+async def recorded(example: str, tmp: Path) -> Recorded:
+    if example not in _CACHE:
+        bus = MemoryBus(retain=True)
+        scenario = load_scenario((EXAMPLES / example).read_text(), example)
+        store = await EventStore.open(f"sqlite:///{tmp / 'run.db'}")
+        try:
+            run = f"snap-{example.removesuffix('.yaml')}"
+            await run_embedded(scenario, store, run=run, bus=bus)
+        finally:
+            await store.close()
+        by_loop = {k.name: await bus.history(k.name, k.topics) for k in CONTROL_LOOPS}
+        _CACHE[example] = Recorded(run, by_loop, bus)
+    return _CACHE[example]
+
+
+def split_at_instant(records: list[Record]) -> tuple[list[Record], list[Record], int]:
+    """The records before the middle instant of the run, and the rest (whatever derives
+    from a step has that step's instant, so nothing in the first part waits on the rest)."""
+    ts = sorted({decode_envelope(r.value).t for r in records})
+    middle = ts[len(ts) // 2]
+    first = [r for r in records if decode_envelope(r.value).t < middle]
+    rest = [r for r in records if decode_envelope(r.value).t >= middle]
+    return first, rest, middle
+
+
+def emitted(runner: ServiceRunner, records: list[Record]) -> list[bytes]:
+    return [encode_envelope(o.envelope) for o in runner.handle_records(records)]
+
+
+@pytest.mark.parametrize("example", EXAMPLE_FILES)
+@pytest.mark.parametrize("kind", CONTROL_LOOPS, ids=lambda k: k.name)
+async def test_a_restored_loop_decides_what_the_uninterrupted_one_decides(
+    example: str, kind: type[Loop], tmp_path: Path
+) -> None:
+    rec = await recorded(example, tmp_path)
+    first, rest, _ = split_at_instant(rec.by_loop[kind.name])
+    bus = MemoryBus()
+    original = ServiceRunner(bus, kind, group=f"orig-{kind.name}")
+    emitted(original, first)
+    assert original.instances.get(rec.run) is not None  # the run is under way at the split
+
+    blob = capture(original.state())
+    restored = ServiceRunner(bus, kind, group=f"restored-{kind.name}")
+    restored.adopt(restore(blob))
+    assert restored.instances[rec.run] is not original.instances[rec.run]
+
+    went_on = emitted(original, rest)
+    after_restore = emitted(restored, rest)
+    assert after_restore == went_on
+
+    # what was handled before the snapshot is still known as handled (a redelivery)
+    twin = ServiceRunner(bus, kind, group=f"twin-{kind.name}")
+    twin.adopt(restore(blob))
+    assert emitted(twin, first) == []
+    assert twin.stats.duplicates == len(first)
+
+
+class _Failing:
+    async def save_snapshot(self, snap: StoredSnapshot) -> None:
+        raise OSError("the database is restarting")
+
+    async def load_snapshot(self, key: str) -> StoredSnapshot | None:
+        return None
+
+
+@pytest.fixture
+async def sqlite_store(tmp_path: Path) -> AsyncIterator[EventStore]:
+    s = await EventStore.open(f"sqlite:///{tmp_path / 'snapshots.db'}")
+    try:
+        yield s
+    finally:
+        await s.close()
+
+
+def _steps(records: list[Record]) -> list[list[Record]]:
+    """Records grouped by the step (input or tick) they follow from, in step order."""
+    by_step: dict[tuple[int, tuple[int, ...]], list[Record]] = {}
+    for r in records:
+        env = decode_envelope(r.value)
+        by_step.setdefault((env.t, tuple(env.order[:2])), []).append(r)
+    return [by_step[k] for k in sorted(by_step)]
+
+
+async def _serve(bus: MemoryBus, runner: ServiceRunner, records: list[Record]) -> None:
+    """Run ``runner`` as a service, given ``records`` a step at a time as the driver gives
+    them (the next step once the service has committed everything: idle). What it
+    publishes itself comes back to it as copies of what the records hold, and is skipped."""
+    task = asyncio.create_task(runner.run())
+    group = {runner.group: list(runner.topics)}
+    producer = bus.producer()
+    try:
+        for step in _steps(records):
+            for r in step:
+                await producer.send(r.topic, r.value, key=r.key, headers=r.headers)
+            await producer.flush()
+            while await bus.lag(group):
+                await asyncio.sleep(0.002)
+                if task.done():
+                    task.result()
+    finally:
+        runner.stop()
+        await task
+
+
+async def test_a_restarted_service_folds_only_what_came_after_its_snapshot(
+    sqlite_store: EventStore, tmp_path: Path
+) -> None:
+    rec = await recorded("memory-pressure.yaml", tmp_path)
+    kind = next(k for k in CONTROL_LOOPS if k.name == "eviction-manager")
+    records = rec.by_loop[kind.name]
+    first, rest, _ = split_at_instant(records)
+    # the first part served by a runner that checkpoints after every batch
+    bus = MemoryBus(retain=True)
+    snaps = Snapshots(sqlite_store, "test.eviction-manager", every_records=1, every_seconds=1e9)
+    await _serve(bus, ServiceRunner(bus, kind, snapshots=snaps), first)
+    assert snaps.stats.taken >= 1
+    saved = await sqlite_store.load_snapshot("test.eviction-manager")
+    assert saved is not None and saved.version == state_version()
+    assert saved.offsets == bus.committed(kind.name)  # the newest checkpoint covers all of it
+
+    # the rest arrives; a restarted service takes up the snapshot and folds nothing again
+    p = bus.producer()
+    for r in rest:
+        await p.send(r.topic, r.value, key=r.key, headers=r.headers)
+    await p.flush()
+    again = ServiceRunner(bus, kind, snapshots=Snapshots(sqlite_store, "test.eviction-manager"))
+    assert await again.rebuild() == 0
+    assert again.stats.rebuilt_records == 0  # nothing was read back
+    assert again.snapshots is not None and again.snapshots.stats.loaded_from == saved.offsets
+    consumer = bus.consumer(kind.name, kind.topics, whole=True)
+    tail = await consumer.getmany(timeout=0.1, max_records=100_000)
+    assert sorted(r.value for r in tail) == sorted(r.value for r in rest)  # (nothing else was left)
+
+    # what it decides on the rest is what a service that never stopped decides (the same
+    # events, ids and all), and what the embedded run decided
+    never_stopped = ServiceRunner(MemoryBus(), kind, group="x")
+    emitted(never_stopped, first)
+    decided = sorted(emitted(again, tail))
+    assert decided == sorted(emitted(never_stopped, rest))
+    evicted = [e for e in decided if b'"type":"PodEvicted"' in e]
+    assert evicted and all(e in {r.value for r in rest} for e in evicted)
+
+
+async def test_a_snapshot_behind_the_committed_offsets_is_caught_up_from_the_bus(
+    sqlite_store: EventStore, tmp_path: Path
+) -> None:
+    """A service that committed more after its last checkpoint (or died before the next)
+    loads the checkpoint and folds the records between it and what was committed."""
+    rec = await recorded("memory-pressure.yaml", tmp_path)
+    kind = next(k for k in CONTROL_LOOPS if k.name == "stats-collector")
+    records = rec.by_loop[kind.name]
+    first, rest, _ = split_at_instant(records)
+    bus = MemoryBus(retain=True)
+    snaps = Snapshots(sqlite_store, "k", every_records=10**9, every_seconds=1e9)
+    runner = ServiceRunner(bus, kind, snapshots=snaps)
+    await _serve(bus, runner, first)
+    offsets = bus.committed(kind.name)
+    await runner.checkpoint(offsets)
+    assert snaps.stats.taken == 1
+    steps = _steps(rest)
+    more = [r for step in steps[: len(steps) // 2] for r in step]  # (the run goes on: not its end)
+    await _serve(bus, ServiceRunner(bus, kind), more)  # served on, without a checkpoint
+
+    again = ServiceRunner(bus, kind, snapshots=Snapshots(sqlite_store, "k"))
+    folded = await again.rebuild()
+    committed = sum(bus.committed(kind.name).values())
+    assert 0 < folded <= committed - sum(offsets.values()) == again.stats.rebuilt_records
+    full = ServiceRunner(bus, kind)  # no snapshots: folds the group's whole history
+    assert await full.rebuild() > folded
+    assert full.stats.rebuilt_records == committed
+    # both go on alike (the state is compared by what it decides: a pickle's bytes follow
+    # the order things were folded in)
+    later = [r for step in steps[len(steps) // 2 :] for r in step]
+    decided = sorted(emitted(again, later))
+    assert decided and decided == sorted(emitted(full, later))
+
+
+@pytest.mark.parametrize("spoil", ["other code", "unreadable"])
+async def test_a_snapshot_that_is_not_this_codes_falls_back_to_a_full_fold(
+    spoil: str, sqlite_store: EventStore, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    rec = await recorded("oom-killer.yaml", tmp_path)
+    kind = next(k for k in CONTROL_LOOPS if k.name == "eviction-manager")
+    first, rest, _ = split_at_instant(rec.by_loop[kind.name])
+    bus = MemoryBus(retain=True)
+    snaps = Snapshots(sqlite_store, "k", every_records=1, every_seconds=1e9)
+    await _serve(bus, ServiceRunner(bus, kind, snapshots=snaps), first)
+    saved = await sqlite_store.load_snapshot("k")
+    assert saved is not None
+    if spoil == "other code":
+        spoiled = StoredSnapshot(saved.key, "0" * 32, saved.offsets, saved.state, saved.records, saved.taken_at)
+    else:
+        spoiled = StoredSnapshot(
+            saved.key, saved.version, saved.offsets, saved.state[:100], saved.records, saved.taken_at
+        )
+    await sqlite_store.save_snapshot(spoiled)
+    caplog.set_level(logging.INFO)
+    again = ServiceRunner(bus, kind, snapshots=Snapshots(sqlite_store, "k"))
+    folded = await again.rebuild()
+    assert again.snapshots is not None and again.snapshots.stats.loaded_from is None
+    assert "folding from the start" in caplog.text
+    full = ServiceRunner(bus, kind)
+    assert folded == await full.rebuild() > 0
+    decided = sorted(emitted(again, rest))
+    assert decided and decided == sorted(emitted(full, rest))
+
+
+async def test_a_snapshot_that_cannot_be_saved_leaves_the_service_running(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    rec = await recorded("memory-pressure.yaml", tmp_path)
+    kind = next(k for k in CONTROL_LOOPS if k.name == "eviction-manager")
+    records = rec.by_loop[kind.name]
+    bus = MemoryBus(retain=True)
+    snaps = Snapshots(_Failing(), "k", every_records=1, every_seconds=1e9)
+    caplog.set_level(logging.WARNING)
+    await _serve(bus, ServiceRunner(bus, kind, snapshots=snaps), records)
+    assert snaps.stats.failed >= 1 and snaps.stats.taken == 0
+    assert "snapshot not saved (the database is restarting)" in caplog.text
+
+
+def test_the_state_version_is_a_digest_of_the_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    v = state_version()
+    assert len(v) == 32 and v == state_version()
+    state_version.cache_clear()
+    monkeypatch.setattr(snapshots_module, "STATE_FORMAT", snapshots_module.STATE_FORMAT + 1)
+    try:
+        assert state_version() != v
+    finally:
+        state_version.cache_clear()
