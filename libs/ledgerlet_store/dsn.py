@@ -35,3 +35,7 @@ def sqlite_path(dsn: str) -> str | None:
 def describe(dsn: str) -> str:
     """The DSN without a password, for messages."""
     return re.sub(r"(://[^:/@]+):[^@]*@", r"\1:***@", dsn)
+
+
+def is_postgres(dsn: str) -> bool:
+    return async_url(dsn).startswith("postgresql+asyncpg://")

@@ -203,6 +203,25 @@ def test_eviction_manager_and_postgres_restarted_mid_scenario_lose_nothing(
     _wait_healthy(stack)
 
 
+def test_a_scaled_up_service_runs_its_second_container_as_a_standby(compose_stack: ComposeStack) -> None:
+    """`docker compose up --scale scheduler=2`, as the README says: the second container
+    waits on the scheduler's lease, healthy, while the first stays active."""
+    stack = compose_stack
+    scale = ("up", "--detach", "--no-deps", "--no-recreate", "--wait")
+    stack.compose(*scale, "--scale", "scheduler=2", "scheduler", log="scale")
+    try:
+        replicas = [c for c in stack.ps() if c["Service"] == "scheduler"]
+        assert len(replicas) == 2 and all(c["Health"] == "healthy" for c in replicas), replicas
+        deadline = time.monotonic() + 60
+        while "standby (another member holds the lease)" not in (logs := stack.logs("scheduler")):
+            assert time.monotonic() < deadline, logs[-3000:]
+            time.sleep(1)
+        assert logs.count("holds the lease: active") >= 1
+    finally:
+        stack.compose(*scale, "--scale", "scheduler=1", "scheduler", log="scale")
+    assert len([c for c in stack.ps() if c["Service"] == "scheduler"]) == 1
+
+
 def test_the_collector_serves_the_services_metrics_to_prometheus(compose_stack: ComposeStack) -> None:
     """The collector's prometheus exporter (:8889) has every service's metrics (they are
     exported once a minute: by now, at least once)."""

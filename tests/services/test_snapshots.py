@@ -32,6 +32,8 @@ from ledgerlet_store.store import EventStore
 from tests.conftest import EXAMPLES
 
 EXAMPLE_FILES = sorted(p.name for p in EXAMPLES.glob("*.yaml"))
+#: (checkpoints after every batch, however long each takes)
+INF = float("inf")
 
 
 @dataclass
@@ -159,7 +161,7 @@ async def test_a_restarted_service_folds_only_what_came_after_its_snapshot(
     first, rest, _ = split_at_instant(records)
     # the first part served by a runner that checkpoints after every batch
     bus = MemoryBus(retain=True)
-    snaps = Snapshots(sqlite_store, "test.eviction-manager", every_records=1, every_seconds=1e9)
+    snaps = Snapshots(sqlite_store, "test.eviction-manager", every_records=1, every_seconds=1e9, max_share=INF)
     await _serve(bus, ServiceRunner(bus, kind, snapshots=snaps), first)
     assert snaps.stats.taken >= 1
     saved = await sqlite_store.load_snapshot("test.eviction-manager")
@@ -231,7 +233,7 @@ async def test_a_snapshot_that_is_not_this_codes_falls_back_to_a_full_fold(
     kind = next(k for k in CONTROL_LOOPS if k.name == "eviction-manager")
     first, rest, _ = split_at_instant(rec.by_loop[kind.name])
     bus = MemoryBus(retain=True)
-    snaps = Snapshots(sqlite_store, "k", every_records=1, every_seconds=1e9)
+    snaps = Snapshots(sqlite_store, "k", every_records=1, every_seconds=1e9, max_share=INF)
     await _serve(bus, ServiceRunner(bus, kind, snapshots=snaps), first)
     saved = await sqlite_store.load_snapshot("k")
     assert saved is not None
@@ -260,7 +262,7 @@ async def test_a_snapshot_that_cannot_be_saved_leaves_the_service_running(
     kind = next(k for k in CONTROL_LOOPS if k.name == "eviction-manager")
     records = rec.by_loop[kind.name]
     bus = MemoryBus(retain=True)
-    snaps = Snapshots(_Failing(), "k", every_records=1, every_seconds=1e9)
+    snaps = Snapshots(_Failing(), "k", every_records=1, every_seconds=1e9, max_share=INF)
     caplog.set_level(logging.WARNING)
     await _serve(bus, ServiceRunner(bus, kind, snapshots=snaps), records)
     assert snaps.stats.failed >= 1 and snaps.stats.taken == 0
@@ -276,3 +278,32 @@ def test_the_state_version_is_a_digest_of_the_code(monkeypatch: pytest.MonkeyPat
         assert state_version() != v
     finally:
         state_version.cache_clear()
+
+
+async def test_once_a_run_ends_its_state_and_ids_are_let_go_and_its_copies_still_skipped(tmp_path: Path) -> None:
+    """What a long-lived service keeps (and each snapshot holds) follows the runs under
+    way, not every run it has served."""
+    rec = await recorded("memory-pressure.yaml", tmp_path)
+    kind = next(k for k in CONTROL_LOOPS if k.name == "eviction-manager")
+    records = rec.by_loop[kind.name]
+    first, _, _ = split_at_instant(records)
+    runner = ServiceRunner(MemoryBus(), kind)
+    emitted(runner, first)
+    assert len(runner.state().seen) == len(first)
+    emitted(runner, records)  # the rest, and the run's end
+    state = runner.state()
+    assert state.instances == {} and len(state.seen) == 0 and rec.run in state.ended
+    before = runner.stats.duplicates
+    assert emitted(runner, first) == []
+    assert runner.stats.duplicates - before == len(first)
+    assert len(runner.state().seen) == 0
+
+
+def test_checkpoints_never_take_more_than_a_tenth_of_the_handling_time() -> None:
+    snaps = Snapshots(_Failing(), "k", every_records=10, every_seconds=1e9)
+    assert not snaps.count(9, 0.01)
+    assert snaps.count(1, 0.01)  # ten records
+    snaps.stats.last_seconds = 2.0  # the last checkpoint took two seconds
+    snaps._records, snaps._seconds = 0, 0.0
+    assert not snaps.count(1_000, 19.0)  # due by records, but only 19 s of handling since
+    assert snaps.count(1, 1.0)  # 20 s: a tenth of it is the two seconds

@@ -65,16 +65,27 @@ class LocalStack:
             self.wait_healthy(names)
         return self
 
-    def start_service(self, name: str) -> None:
-        log = open(self.log_path(name), "ab")  # noqa: SIM115 (the process owns it)
-        self.procs[name] = subprocess.Popen([*CLI, "service", name], stdout=log, stderr=log, env=self.env)
+    def start_service(self, name: str, member: str = "") -> None:
+        """Start a service; a ``member`` name starts another process of it (a standby),
+        known here as ``NAME@MEMBER``, with a log and a heartbeat file of its own."""
+        key = f"{name}@{member}" if member else name
+        env = self.env
+        if member:
+            env = {**env, "LEDGERLET_HEALTH_DIR": str(self.member_dir(member))}
+            self.member_dir(member).mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path(key), "ab")  # noqa: SIM115 (the process owns it)
+        self.procs[key] = subprocess.Popen([*CLI, "service", name], stdout=log, stderr=log, env=env)
         log.close()
+
+    def member_dir(self, member: str) -> Path:
+        return self.workdir / f"member-{member}"
 
     def wait_healthy(self, names: list[str] | None = None, timeout: float = 60.0) -> None:
         """Until every service's loop has turned (its heartbeat file is fresh)."""
         deadline = time.monotonic() + timeout
         for name in names or service_names():
-            beat = self.workdir / f"ledgerlet-{name}.alive"
+            service, _, member = name.partition("@")
+            beat = (self.member_dir(member) if member else self.workdir) / f"ledgerlet-{service}.alive"
             while not (beat.exists() and time.time() - beat.stat().st_mtime < 5):
                 proc = self.procs.get(name)
                 if proc is not None and proc.poll() is not None:
@@ -87,7 +98,10 @@ class LocalStack:
         proc = self.procs.pop(name)
         proc.send_signal(sig)
         code = proc.wait(30)
-        (self.workdir / f"ledgerlet-{name}.alive").unlink(missing_ok=True)
+        service, _, member = name.partition("@")
+        (self.member_dir(member) if member else self.workdir).joinpath(f"ledgerlet-{service}.alive").unlink(
+            missing_ok=True
+        )
         return code
 
     def restart(self, name: str, sig: int = signal.SIGKILL) -> None:

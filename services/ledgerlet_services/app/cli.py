@@ -97,6 +97,13 @@ def _parser() -> argparse.ArgumentParser:
     service.add_argument("name", choices=service_names(), help="which service")
     _bus_and_store(service)
     service.add_argument(
+        "--no-lease",
+        action="store_true",
+        default=os.environ.get("LEDGERLET_LEASE", "1") == "0",
+        help="do not take the service's lease in PostgreSQL (env LEDGERLET_LEASE=0): by default "
+        "one process of a service is active and any others stand by",
+    )
+    service.add_argument(
         "--snapshot-records",
         type=int,
         default=int(os.environ.get("LEDGERLET_SNAPSHOT_RECORDS", DEFAULT_EVERY_RECORDS)),
@@ -338,6 +345,7 @@ def _service(args: argparse.Namespace) -> int:
             stop=stop,
             heartbeat=Heartbeat(health_file(args.name)),
             snapshot_every=SnapshotEvery(args.snapshot_records, args.snapshot_seconds),
+            lease=not args.no_lease,
         )
 
     try:

@@ -26,12 +26,14 @@ from ledgerlet_services.runtime.catalog import control_loop, loop_groups, record
 from ledgerlet_services.runtime.driver import Driver
 from ledgerlet_services.runtime.embedded import RunResult, new_run_id, record_outcome
 from ledgerlet_services.runtime.health import Heartbeat
+from ledgerlet_services.runtime.lease import Lease
 from ledgerlet_services.runtime.recorder import NAME as RECORDER
 from ledgerlet_services.runtime.recorder import RecorderRunner
 from ledgerlet_services.runtime.shell import ServiceRunner
 from ledgerlet_services.runtime.snapshots import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS, Snapshots
 from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_services.runtime.topics import topic_specs
+from ledgerlet_store.dsn import is_postgres
 from ledgerlet_store.store import EventStore
 
 log = logging.getLogger(__name__)
@@ -77,51 +79,87 @@ async def serve(
     heartbeat: Heartbeat | None = None,
     lag_every: float = 5.0,
     snapshot_every: SnapshotEvery | None = None,
+    lease: bool = True,
 ) -> None:
     """Run one service until ``stop`` is set (SIGTERM): it finishes its batch and leaves.
 
     A control loop with a store checkpoints its state there (``snapshot_every``; records
-    0 turns it off), so a restart folds only what came after the newest checkpoint."""
+    0 turns it off), so a restart folds only what came after the newest checkpoint. With
+    a PostgreSQL store, the service first takes its lease (``lease``): several processes
+    may run it, one is active and the others stand by (runtime/lease.py)."""
     kind = control_loop(name)
     if kind is None and name != RECORDER:
         raise UnknownService(f"unknown service {name!r}; services: {', '.join(service_names())}")
+    if kind is None and not store_dsn:
+        raise UnknownService(f"{name} needs --store (or LEDGERLET_STORE)")
     telemetry = telemetry or Telemetry.disabled()
     stop = stop or asyncio.Event()
     bus = await open_bus(bus_url, client_id=f"ledgerlet-{name}", partitions=partitions)
     store: EventStore | None = None
-    runner: ServiceRunner | RecorderRunner
+    every = snapshot_every or SnapshotEvery()
     try:
-        if kind is not None:
-            every = snapshot_every or SnapshotEvery()
-            snapshots: Snapshots | None = None
-            if store_dsn and every.records > 0:
-                store = await open_store(store_dsn)
-                snapshots = Snapshots(
-                    store, bus.physical(kind.name), every_records=every.records, every_seconds=every.seconds
-                )
-            runner = ServiceRunner(bus, kind, telemetry=telemetry, snapshots=snapshots)
-            groups = {runner.group: list(runner.topics)}
-        else:
-            if not store_dsn:
-                raise UnknownService(f"{name} needs --store (or LEDGERLET_STORE)")
+        if store_dsn and (kind is None or every.records > 0):
             store = await open_store(store_dsn)
-            runner = RecorderRunner(bus, store, telemetry=telemetry)
-            groups = {g: list(ts) for g, ts in recorder_groups().items()}
-        runner.heartbeat = heartbeat
-        task = asyncio.create_task(runner.run(), name=name)
-        stopper = asyncio.create_task(stop.wait())
+        groups = {name: list(kind.topics)} if kind is not None else {g: list(ts) for g, ts in recorder_groups().items()}
+        current_store = store
+
+        def make_runner() -> ServiceRunner | RecorderRunner:
+            if kind is None:
+                assert current_store is not None
+                return RecorderRunner(bus, current_store, telemetry=telemetry)
+            snapshots = None
+            if current_store is not None and every.records > 0:
+                key = bus.physical(kind.name)
+                snapshots = Snapshots(current_store, key, every_records=every.records, every_seconds=every.seconds)
+            return ServiceRunner(bus, kind, telemetry=telemetry, snapshots=snapshots)
+
+        held = Lease(store_dsn, bus.physical(name)) if lease and store_dsn and is_postgres(store_dsn) else None
         reporter = asyncio.create_task(_report_lag(bus, groups, telemetry, lag_every))
-        log.info("%s: running on %s", name, bus_url)
-        await asyncio.wait([task, stopper], return_when=asyncio.FIRST_COMPLETED)
-        runner.stop()
-        reporter.cancel()
-        stopper.cancel()
-        await task  # finishes the batch in hand, closes its consumer and producer
+        try:
+            await _serve_runners(name, make_runner, held, stop, heartbeat, bus_url)
+        finally:
+            reporter.cancel()
     finally:
         if store is not None:
             await store.close()
         await bus.close()
         telemetry.shutdown()
+
+
+async def _serve_runners(
+    name: str,
+    make_runner: Callable[[], ServiceRunner | RecorderRunner],
+    lease: Lease | None,
+    stop: asyncio.Event,
+    heartbeat: Heartbeat | None,
+    bus_url: str,
+) -> None:
+    """Run a fresh runner each time this member holds the lease (always, without one),
+    until ``stop``; a runner whose member lost the lease stops and its state goes."""
+    while not stop.is_set():
+        if lease is not None:
+            if not await lease.acquire(stop, heartbeat):
+                return
+            log.info("%s: holds the lease: active", name)
+        runner = make_runner()
+        runner.heartbeat = heartbeat
+        task = asyncio.create_task(runner.run(), name=name)
+        stopper = asyncio.create_task(stop.wait())
+        lost = asyncio.create_task(lease.lost()) if lease is not None else None
+        log.info("%s: running on %s", name, bus_url)
+        watched = [task, stopper] + ([lost] if lost is not None else [])
+        done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+        runner.stop()
+        stopper.cancel()
+        try:
+            await task  # finishes the batch in hand, closes its consumer and producer
+        finally:
+            if lost is not None:
+                lost.cancel()
+        if lost is None or lost not in done:
+            if lease is not None:
+                await lease.release()
+            return
 
 
 async def _report_lag(bus: KafkaBus, groups: dict[str, list[str]], telemetry: Telemetry, every: float) -> None:

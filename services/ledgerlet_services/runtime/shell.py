@@ -145,6 +145,7 @@ class ServiceRunner:
 
     def _ended_run(self, run: str) -> None:
         self.instances.pop(run, None)
+        self._seen.forget(run)
         self._ended[run] = None
         if len(self._ended) > _ENDED_RUNS_KEPT:
             self._ended.popitem(last=False)
@@ -152,6 +153,7 @@ class ServiceRunner:
     async def rebuild(self) -> int:
         """Fold again what the group has committed (see the module docstring), from the
         newest snapshot on where there is one; how many events were folded."""
+        began = time.perf_counter()
         start: dict[TopicPartition, int] | None = None
         loaded = await self.snapshots.load() if self.snapshots is not None else None
         if loaded is not None:
@@ -166,7 +168,7 @@ class ServiceRunner:
         envelopes: dict[str, Envelope] = {}
         for rec in history:
             record = decode_envelope(rec.value)
-            if record.type == BATCH and self._seen.seen(record.id):
+            if record.type == BATCH and self._seen.seen(record.run, record.id):
                 continue  # (a copy of a batch folded before: its members were too)
             for env in expand(record):
                 envelopes.setdefault(env.id, env)
@@ -174,7 +176,7 @@ class ServiceRunner:
         live = sorted((e for e in envelopes.values() if e.run not in ended), key=Envelope.sort_key)
         folded = 0
         for env in live:
-            if self._seen.seen(env.id):
+            if self._seen.seen(env.run, env.id):
                 continue  # a copy of what the snapshot holds
             folded += 1
             for _ in self._handle(env, None):  # the output was published the first time
@@ -185,12 +187,13 @@ class ServiceRunner:
         self.stats.rebuilt = folded
         self.stats.rebuilt_records = len(history)
         log.info(
-            "%s: rebuilt state from %s%d events of %d records (%d runs ended)",
+            "%s: rebuilt state from %s%d events of %d records (%d runs ended) in %.2f s",
             self.name,
             "a snapshot and " if loaded is not None else "",
             folded,
             len(history),
             len(ended),
+            time.perf_counter() - began,
         )
         return folded
 
@@ -231,7 +234,7 @@ class ServiceRunner:
         fresh: list[_Held] = []
         for rec in records:
             env = self._decode(rec.value)
-            if self._seen.seen(env.id) or env.run in self._ended:
+            if env.run in self._ended or self._seen.seen(env.run, env.id):
                 self.stats.duplicates += 1
                 continue
             fresh.append(_Held(env.sort_key(), env, rec))

@@ -46,6 +46,8 @@ PICKLE_PROTOCOL: Final = 5
 
 DEFAULT_EVERY_RECORDS: Final = 20_000
 DEFAULT_EVERY_SECONDS: Final = 30.0
+#: the most of a service's handling time checkpoints may take
+MAX_SHARE: Final = 0.1
 
 
 class SnapshotStore(Protocol):
@@ -115,8 +117,10 @@ class Snapshots:
         *,
         every_records: int = DEFAULT_EVERY_RECORDS,
         every_seconds: float = DEFAULT_EVERY_SECONDS,
+        max_share: float = MAX_SHARE,
     ) -> None:
         self.store = store
+        self.max_share = max_share
         self.key = key
         self.every_records = every_records
         self.every_seconds = every_seconds
@@ -127,10 +131,14 @@ class Snapshots:
         self.folded = 0
 
     def count(self, records: int, seconds: float) -> bool:
-        """Note a handled batch; whether a checkpoint is due."""
+        """Note a handled batch; whether a checkpoint is due. Never more often than
+        ``max_share`` of the handling time allows: a fleet's state takes seconds to
+        save, and saving it every few thousand records would cost more than it saves."""
         self._records += records
         self._seconds += seconds
         self.folded += records
+        if self._seconds * self.max_share < self.stats.last_seconds:
+            return False
         return self._records >= self.every_records or self._seconds >= self.every_seconds
 
     async def load(self) -> tuple[RunnerState, dict[TopicPartition, int]] | None:

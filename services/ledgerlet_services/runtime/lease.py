@@ -1,0 +1,100 @@
+"""One active member per service: a lease held as a PostgreSQL advisory lock.
+
+Several processes may run the same service; the one that holds the lease consumes and
+decides, the others wait as standbys and take over when it goes (as kube-scheduler's
+replicas do with leader election). The lease is a session-level advisory lock on a
+connection of its own: PostgreSQL releases it the moment that session ends, so a member
+killed with SIGKILL hands over at once, without a time-to-live to wait out.
+
+A member that loses its connection (the database restarting, a network cut) has lost the
+lease too: it stops handling, lets its state go, and waits for the lease like any
+standby; whoever takes the lease rebuilds the state from the newest snapshot and the
+records committed since. Decisions do not depend on which member makes them (event ids
+come from the events' places), so a short overlap while a cut-off member notices cannot
+make a different decision, only a copy of one, which every consumer drops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import asyncpg  # type: ignore[import-untyped]
+
+log = logging.getLogger(__name__)
+
+
+def lock_id(key: str) -> int:
+    """The advisory lock's 64-bit id for ``key`` (a service's group, namespaced)."""
+    return int.from_bytes(hashlib.sha256(f"ledgerlet-lease:{key}".encode()).digest()[:8], "big", signed=True)
+
+
+def plain_dsn(dsn: str) -> str:
+    """asyncpg takes ``postgresql://``; the store's DSN may name a driver."""
+    scheme, sep, rest = dsn.partition("://")
+    return f"{scheme.split('+', 1)[0]}{sep}{rest}"
+
+
+class Lease:
+    def __init__(self, dsn: str, key: str, *, every: float = 1.0) -> None:
+        self.dsn = plain_dsn(dsn)
+        self.key = key
+        self.every = every
+        self._conn: Any = None
+
+    @property
+    def held(self) -> bool:
+        return self._conn is not None
+
+    async def acquire(self, stop: asyncio.Event, heartbeat: Callable[[], None] | None = None) -> bool:
+        """Wait until this member holds the lease (True), or ``stop`` is set (False). A
+        standby's loop turns too, so its health check passes while it waits."""
+        said = False
+        while not stop.is_set():
+            if heartbeat is not None:
+                heartbeat()
+            if await self._try():
+                return True
+            if not said:
+                log.info("%s: standby (another member holds the lease)", self.key)
+                said = True
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.every):
+                    await stop.wait()
+        return False
+
+    async def _try(self) -> bool:
+        conn = None
+        try:
+            conn = await asyncpg.connect(self.dsn, timeout=10)
+            if await conn.fetchval("SELECT pg_try_advisory_lock($1)", lock_id(self.key)):
+                self._conn = conn
+                return True
+        except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+            log.warning("%s: the lease's database is not answering (%s)", self.key, exc)
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.close()
+        return False
+
+    async def lost(self) -> None:
+        """Return once the lease is gone (its session closed or not answering)."""
+        while self._conn is not None:
+            await asyncio.sleep(self.every)
+            try:
+                async with asyncio.timeout(max(self.every * 5, 5.0)):
+                    await self._conn.fetchval("SELECT 1")
+            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
+                log.warning("%s: lease lost (%s): stepping down", self.key, exc)
+                await self.release()
+                return
+
+    async def release(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.close(timeout=2)

@@ -1,0 +1,64 @@
+"""The lease that keeps one member of a service active, on the local PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+
+import asyncpg
+import pytest
+
+from ledgerlet_services.runtime.lease import Lease, lock_id, plain_dsn
+
+pytestmark = pytest.mark.postgres
+
+
+async def _stop_after(seconds: float) -> asyncio.Event:
+    stop = asyncio.Event()
+    asyncio.get_running_loop().call_later(seconds, stop.set)
+    return stop
+
+
+async def test_one_member_holds_the_lease_and_a_standby_takes_it_when_released(pg_database: str) -> None:
+    active, standby = Lease(pg_database, "ns.scheduler", every=0.1), Lease(pg_database, "ns.scheduler", every=0.1)
+    other = Lease(pg_database, "ns.eviction-manager", every=0.1)
+    assert await active.acquire(asyncio.Event())
+    beats: list[int] = []
+    assert not await standby.acquire(await _stop_after(0.5), lambda: beats.append(1))  # waits, then told to stop
+    assert len(beats) >= 3  # a standby's loop turns while it waits (its health check passes)
+    assert await other.acquire(asyncio.Event())  # another service's lease is its own
+    await active.release()
+    assert await standby.acquire(await _stop_after(5))
+    assert standby.held and not active.held
+    await standby.release()
+    await other.release()
+
+
+async def test_a_member_whose_session_ends_has_lost_the_lease(pg_database: str) -> None:
+    """What a database restart or a network cut does: the member notices and steps down,
+    and the lease is free for whoever asks next."""
+    active, standby = Lease(pg_database, "g", every=0.1), Lease(pg_database, "g", every=0.1)
+    assert await active.acquire(asyncio.Event())
+    watching = asyncio.create_task(active.lost())
+    await asyncio.sleep(0.3)
+    assert not watching.done()
+    admin = await asyncpg.connect(plain_dsn(pg_database))
+    try:
+        holder = await admin.fetchval(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted AND database = "
+            "(SELECT oid FROM pg_database WHERE datname = current_database())"
+        )
+        assert holder is not None
+        ended = await admin.fetchval("SELECT pg_terminate_backend($1)", holder)
+    finally:
+        await admin.close()
+    assert ended
+    await asyncio.wait_for(watching, 10)
+    assert not active.held
+    assert await standby.acquire(await _stop_after(5))
+    await standby.release()
+
+
+def test_the_lease_reads_the_stores_dsn() -> None:
+    assert plain_dsn("postgresql+asyncpg://u@h:5432/db") == "postgresql://u@h:5432/db"
+    assert plain_dsn("postgresql://u@h/db") == "postgresql://u@h/db"
+    assert lock_id("a") != lock_id("b") and lock_id("a") == lock_id("a")
