@@ -99,8 +99,8 @@ def mid_run(stack: LocalStack, path: Path, workdir: Path, dsn: str, expected: in
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--nodes", type=int, default=100)
-    ap.add_argument("--pods-per-node", type=int, default=20)
+    ap.add_argument("--nodes", type=int, default=200)
+    ap.add_argument("--pods-per-node", type=int, default=30)
     ap.add_argument("--duration", default="5m")
     ap.add_argument("--runs", type=int, default=10)
     ap.add_argument("--out", type=Path, default=Path("out"))
