@@ -91,13 +91,14 @@ def test_a_restart_after_many_runs_reads_back_a_snapshot_interval_not_the_histor
     from_snapshot, events, records = restart_and_rebuild(stack, "eviction-manager")
     assert rebuilt(stack, "eviction-manager")[0][2] == 0  # a new stack: nothing to read back at first
     assert from_snapshot and events == 0  # every run had ended: nothing to fold again
-    # at most the records of the batch that crossed the interval, and what came after it
-    assert records < 2 * EVERY_RECORDS + 2000
     # a loop without snapshots reads its group's whole history: ten runs' worth
     stack.extra_env["LEDGERLET_SNAPSHOT_RECORDS"] = "0"
     without, _, everything = restart_and_rebuild(stack, "eviction-manager")
     assert not without
-    assert everything > 10 * records
+    # with them, what came after the newest checkpoint: a few runs' worth at most (the
+    # interval is 20 records, stretched so that checkpoints take no more than a tenth of
+    # the handling time), however many runs the service has served
+    assert records <= 3 * everything // 10
     print(f"read back at restart: {records} records from the snapshot on, {everything} without")
 
 
@@ -109,8 +110,11 @@ def test_standbys_take_over_from_killed_active_members(stack: LocalStack, tmp_pa
     for name in names:
         stack.start_service(name, member="b")
     stack.wait_healthy([f"{name}@b" for name in names])  # a standby's loop turns too
+    deadline = time.monotonic() + 60
     for name in names:
-        assert "standby (another member holds the lease)" in stack.tail(f"{name}@b", 50)
+        while "standby (another member holds the lease)" not in stack.tail(f"{name}@b", 50):
+            assert time.monotonic() < deadline, stack.tail(f"{name}@b", 50)
+            time.sleep(0.1)
 
     def kill_the_active_members() -> None:
         for name in names:

@@ -26,7 +26,7 @@ from ledgerlet_services.runtime import snapshots as snapshots_module
 from ledgerlet_services.runtime.catalog import CONTROL_LOOPS
 from ledgerlet_services.runtime.embedded import run_embedded
 from ledgerlet_services.runtime.shell import ServiceRunner
-from ledgerlet_services.runtime.snapshots import Snapshots, capture, restore, state_version
+from ledgerlet_services.runtime.snapshots import Snapshots, capture, capture_aside, restore, state_version
 from ledgerlet_store.snapshots import StoredSnapshot
 from ledgerlet_store.store import EventStore
 from tests.conftest import EXAMPLES
@@ -307,3 +307,31 @@ def test_checkpoints_never_take_more_than_a_tenth_of_the_handling_time() -> None
     snaps._records, snaps._seconds = 0, 0.0
     assert not snaps.count(1_000, 19.0)  # due by records, but only 19 s of handling since
     assert snaps.count(1, 1.0)  # 20 s: a tenth of it is the two seconds
+
+
+async def test_a_checkpoint_is_pickled_by_a_child_while_the_service_goes_on(
+    sqlite_store: EventStore, tmp_path: Path
+) -> None:
+    """The state is pickled as it was when the checkpoint began (a forked child's copy),
+    whatever the service handles meanwhile; one checkpoint at a time."""
+    rec = await recorded("memory-pressure.yaml", tmp_path)
+    kind = next(k for k in CONTROL_LOOPS if k.name == "eviction-manager")
+    first, rest, _ = split_at_instant(rec.by_loop[kind.name])
+    runner = ServiceRunner(MemoryBus(), kind, group="x")
+    emitted(runner, first)
+    snaps = Snapshots(sqlite_store, "aside")
+    assert snaps.begin(runner.state(), {("ledgerlet.clock", 0): 1})
+    assert snaps.saving and not snaps.begin(runner.state(), {("ledgerlet.clock", 0): 2})
+    emitted(runner, rest)  # the service goes on, and its run ends (its state goes)
+    assert runner.instances == {}
+    await snaps.wait()
+    assert snaps.stats.taken == 1 and not snaps.saving
+    saved = await sqlite_store.load_snapshot("aside")
+    assert saved is not None and saved.offsets == {("ledgerlet.clock", 0): 1}
+    assert rec.run in restore(saved.state).instances  # the run as it was at the checkpoint
+
+    aside = capture_aside(runner.state())
+    assert aside.pid > 0 and aside.fd >= 0
+    blob = await aside.result()
+    assert restore(blob).ended == runner.state().ended
+    assert aside.pid == 0 and aside.fd == -1  # the child reaped, its pipe closed

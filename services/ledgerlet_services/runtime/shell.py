@@ -80,6 +80,8 @@ class ServiceRunner:
         self.max_records = max_records
         self.telemetry = telemetry or Telemetry.disabled()
         self.snapshots = snapshots
+        #: the offsets of a checkpoint that is due but could not start yet
+        self._checkpoint_due: dict[TopicPartition, int] | None = None
         self.stats = RunnerStats()
         self.instances: dict[str, Loop] = {}
         self._ended: OrderedDict[str, None] = OrderedDict()
@@ -114,6 +116,8 @@ class ServiceRunner:
                     self.heartbeat()
                 records = await poll(consumer, self.max_records, self.name)
                 if not records:
+                    if self._checkpoint_due is not None:  # idle: what the last batch could not start
+                        self.checkpoint_aside(self._checkpoint_due)
                     continue
                 began = time.perf_counter()
                 outgoing: list[Outgoing] = []
@@ -128,8 +132,12 @@ class ServiceRunner:
                 offsets = self.commit_offsets(records)
                 committed = await self._commit(consumer, offsets)
                 if self.snapshots is not None and self.snapshots.count(len(records), took) and committed:
-                    await self.checkpoint(offsets)
+                    self.checkpoint_aside(offsets)
+                elif self._checkpoint_due is not None:
+                    self._checkpoint_due = offsets if committed else None
         finally:
+            if self.snapshots is not None:
+                await self.snapshots.close()
             await producer.close()
             await consumer.close()
 
@@ -211,12 +219,23 @@ class ServiceRunner:
         return RunnerState(self.instances, self._ended, self._seen, self._last_root)
 
     async def checkpoint(self, offsets: dict[TopicPartition, int]) -> None:
-        """Save the state as of ``offsets`` (just committed), unless an event is held back:
-        the state then reflects records beyond what was committed, and the held event's
-        own offset is what a restart reads from."""
+        """Save the state as of ``offsets`` (just committed) and wait until it is stored;
+        nothing is saved while an event is held back: the state then reflects records
+        beyond what was committed, and the held event's own offset is what a restart
+        reads from."""
         if self.snapshots is None or self._held:
             return
         await self.snapshots.save(self.state(), offsets)
+
+    def checkpoint_aside(self, offsets: dict[TopicPartition, int]) -> None:
+        """Start saving the state as of ``offsets`` and go on handling meanwhile (the
+        state is pickled as it is now by a forked child: runtime/snapshots.py). One that
+        cannot start now (another is under way, an event is held) is started when the
+        service is next idle, as of what it has committed by then."""
+        if self.snapshots is None:
+            return
+        started = not self._held and self.snapshots.begin(self.state(), offsets)
+        self._checkpoint_due = None if started else offsets
 
     def handle_records(self, records: list[Record]) -> list[Outgoing]:
         """Handle a batch; what it emitted (see :meth:`_batch`)."""

@@ -17,9 +17,14 @@ all costs a slower restart, nothing else.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import ctypes
 import hashlib
 import logging
+import os
 import pickle
+import signal
 import sys
 import time
 from collections import OrderedDict
@@ -30,9 +35,11 @@ from pathlib import Path
 from typing import Final, Protocol
 
 import cramjam
+from sqlalchemy.exc import SQLAlchemyError
 
 import ledgerlet_core
 from ledgerlet_bus.api import TopicPartition
+from ledgerlet_bus.retry import with_backoff
 from ledgerlet_services import loops as _loops
 from ledgerlet_services.loops.base import Loop
 from ledgerlet_services.runtime.dedupe import RecentIds
@@ -127,6 +134,7 @@ class Snapshots:
         self.stats = SnapshotStats()
         self._records = 0
         self._seconds = 0.0
+        self._pending: asyncio.Task[None] | None = None
         #: records folded into the state since the group's first (carried in each snapshot)
         self.folded = 0
 
@@ -143,7 +151,11 @@ class Snapshots:
 
     async def load(self) -> tuple[RunnerState, dict[TopicPartition, int]] | None:
         """The newest checkpoint this code can read, or None (fold from the start)."""
-        snap = await self.store.load_snapshot(self.key)
+        snap = await with_backoff(
+            f"{self.key}: reading the snapshot",
+            lambda: self.store.load_snapshot(self.key),
+            retry_on=(SQLAlchemyError, OSError),
+        )
         if snap is None:
             return None
         if snap.version != state_version():
@@ -160,22 +172,68 @@ class Snapshots:
         self.stats.loaded_from = dict(snap.offsets)
         return state, dict(snap.offsets)
 
-    async def save(self, state: RunnerState, offsets: dict[TopicPartition, int]) -> None:
-        """Checkpoint ``state`` as of ``offsets``; a failure is logged and tried again at
-        the next interval (the database may be restarting: the service goes on)."""
+    @property
+    def saving(self) -> bool:
+        return self._pending is not None and not self._pending.done()
+
+    def begin(self, state: RunnerState, offsets: dict[TopicPartition, int]) -> bool:
+        """Start a checkpoint of ``state`` as of ``offsets`` and return at once: a child
+        process pickles the state as it is now (the service goes on handling meanwhile:
+        a fleet's state takes seconds to pickle), and a task stores what it wrote.
+        False if one is still under way (this one is skipped)."""
+        if self.saving:
+            return False
         self._records, self._seconds = 0, 0.0
         began = time.perf_counter()
         try:
-            blob = capture(state)
+            capture = capture_aside(state)
+        except OSError as exc:
+            self.stats.failed += 1
+            log.warning("%s: snapshot not started (%s); the next interval tries again", self.key, exc)
+            return False
+        self._pending = asyncio.create_task(self._store(capture, dict(offsets), self.folded, began))
+        return True
+
+    async def save(self, state: RunnerState, offsets: dict[TopicPartition, int]) -> None:
+        """Checkpoint ``state`` as of ``offsets`` and wait until it is stored."""
+        await self.wait()
+        self.begin(state, offsets)
+        await self.wait()
+
+    async def wait(self) -> None:
+        if self._pending is not None:
+            await asyncio.shield(self._pending)
+
+    async def close(self, timeout: float = 10.0) -> None:
+        """Let a checkpoint under way finish for up to ``timeout`` seconds, else drop it."""
+        if self._pending is None or self._pending.done():
+            return
+        try:
+            async with asyncio.timeout(timeout):
+                await asyncio.shield(self._pending)
+        except TimeoutError:
+            self._pending.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._pending
+            log.info("%s: the snapshot under way was dropped (the service is stopping)", self.key)
+
+    async def _store(self, capture: Capture, offsets: dict[TopicPartition, int], folded: int, began: float) -> None:
+        """Wait for the child's pickle and store it; a failure is logged and tried again
+        at the next interval (the database may be restarting: the service goes on)."""
+        try:
+            blob = await capture.result()
             snap = StoredSnapshot(
                 key=self.key,
                 version=state_version(),
-                offsets=dict(offsets),
+                offsets=offsets,
                 state=blob,
-                records=self.folded,
+                records=folded,
                 taken_at=datetime.now(UTC),
             )
             await self.store.save_snapshot(snap)
+        except asyncio.CancelledError:
+            capture.drop()
+            raise
         except Exception as exc:
             self.stats.failed += 1
             log.warning("%s: snapshot not saved (%s); the next interval tries again", self.key, exc)
@@ -186,7 +244,82 @@ class Snapshots:
         log.info(
             "%s: snapshot of %d records saved (%d KiB in %.3f s)",
             self.key,
-            self.folded,
+            folded,
             len(blob) // 1024,
             self.stats.last_seconds,
         )
+
+
+class Capture:
+    """A state being pickled by a child process (``pid``) that writes it to a pipe
+    (``fd``); or, where the platform cannot fork, already pickled (``blob``)."""
+
+    def __init__(self, pid: int = 0, fd: int = -1, blob: bytes | None = None) -> None:
+        self.pid, self.fd, self.blob = pid, fd, blob
+
+    async def result(self) -> bytes:
+        if self.blob is not None:
+            return self.blob
+        loop = asyncio.get_running_loop()
+        try:
+            data = await loop.run_in_executor(None, _read_all, self.fd)
+            _, status = await loop.run_in_executor(None, os.waitpid, self.pid, 0)
+            self.pid = 0
+            code = os.waitstatus_to_exitcode(status)
+            if code != 0:
+                raise RuntimeError(f"the process pickling the state exited with {code}")
+            return data
+        finally:
+            self.drop()
+
+    def drop(self) -> None:
+        if self.pid:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+            self.pid = 0
+        if self.fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = -1
+
+
+def capture_aside(state: RunnerState) -> Capture:
+    """Pickle ``state`` in a forked child (copy-on-write: the child sees the state as it
+    is at the fork, whatever the service does next), as Redis's BGSAVE does. The child
+    only pickles and writes to a pipe, then leaves with ``os._exit``: it touches no
+    socket, event loop or lock of the parent's, and dies with its parent."""
+    if not hasattr(os, "fork"):
+        return Capture(blob=capture(state))
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        code = 1
+        try:
+            os.close(read)
+            _die_with_parent()
+            _write_all(write, capture(state))
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    return Capture(pid=pid, fd=read)
+
+
+def _die_with_parent() -> None:
+    """Linux's PR_SET_PDEATHSIG: a service killed mid-checkpoint leaves no child pickling on."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
