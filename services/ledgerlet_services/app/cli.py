@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
+
+if __name__ == "__main__":  # Ctrl-C while the modules below load (seconds on a busy machine)
+    signal.signal(signal.SIGINT, lambda *_: (sys.stderr.write("stopped: interrupted\n"), os._exit(130)))
+
 import argparse
 import asyncio
 import contextlib
 import gc
 import importlib.metadata
 import logging
-import os
 import platform
-import signal
-import sys
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path

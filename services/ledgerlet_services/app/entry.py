@@ -14,8 +14,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if healthy_at_once(args):
         return 0
-    from ledgerlet_services.app.cli import main as cli_main
-
+    try:
+        from ledgerlet_services.app.cli import main as cli_main
+    except KeyboardInterrupt:  # Ctrl-C while the command line loads (seconds on a busy machine)
+        sys.stderr.write("stopped: interrupted\n")
+        return 130
     return cli_main(args)
 
 
