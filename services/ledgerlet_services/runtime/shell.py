@@ -131,10 +131,12 @@ class ServiceRunner:
                 self.stats.events_out += len(outgoing)
                 offsets = self.commit_offsets(records)
                 committed = await self._commit(consumer, offsets)
-                if self.snapshots is not None and self.snapshots.count(len(records), took) and committed:
-                    self.checkpoint_aside(offsets)
-                elif self._checkpoint_due is not None:
-                    self._checkpoint_due = offsets if committed else None
+                if self.snapshots is not None:
+                    due = self.snapshots.count(len(records), took) or self._checkpoint_due is not None
+                    if due and committed:
+                        self.checkpoint_aside(offsets)
+                    elif not committed:
+                        self._checkpoint_due = None  # (the next committed batch is due again)
         finally:
             if self.snapshots is not None:
                 await self.snapshots.close()
