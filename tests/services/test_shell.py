@@ -111,3 +111,68 @@ async def test_a_restarted_service_skips_a_batch_it_folded_when_it_comes_again()
     runner.handle_records(again)
     service = runner.instances["r"]
     assert isinstance(service, _Counting) and service.handled == [s.id for s in singles]  # once each
+
+
+def _batch_record(offset: int) -> Record:
+    """A batch of two pods' inputs on the inputs topic."""
+    from ledgerlet_core.contracts import inputs as inp
+    from ledgerlet_core.contracts.batch import batch_inputs
+
+    pods = [
+        make_envelope(
+            inp.ObjectApplied(object={"kind": "Pod", "metadata": {"name": f"p{i}"}}, initial=True),
+            run="r",
+            t=0,
+            order=[0, i],
+            stream=f"pod/default/p{i}",
+            node="n1",
+            pod=f"default/p{i}",
+        )
+        for i in (1, 2)
+    ]
+    (batch,) = batch_inputs(pods, lambda env: "n1")
+    return Record("ledgerlet.inputs", 0, offset, b"n1", encode_envelope(batch))
+
+
+def test_shared_envelopes_are_decoded_once_and_let_go_when_every_reader_has_them() -> None:
+    from ledgerlet_services.runtime.shell import SharedEnvelopes
+
+    shared = SharedEnvelopes({"ledgerlet.clock": 2, "ledgerlet.inputs": 2}, recorders=1)
+    tick = _tick(0)
+    first = shared.decode(tick.value, tick.topic)
+    assert shared.decode(tick.value, tick.topic) is first  # the second loop's
+    assert len(shared) == 1
+    assert shared.decode(tick.value, tick.topic) is first  # the recorder's: the last reader
+    assert len(shared) == 0  # (a fleet's starting state is not kept once read)
+    rec = _batch_record(0)
+    batch = shared.decode(rec.value, rec.topic)
+    members, memo = shared.expand(batch, rec.topic)
+    assert [m.pod for m in members] == ["default/p1", "default/p2"]
+    memo["x"] = 1
+    assert shared.decode(rec.value, rec.topic) is batch  # the second loop
+    again, memo_again = shared.expand(batch, rec.topic)  # ... is given the same members and memo
+    assert again is members and memo_again is memo
+    assert len(shared) == 1  # the recorder has not read it yet
+    shared.decode(rec.value, rec.topic)  # (it stores the batch as it is)
+    assert len(shared) == 0
+
+
+def test_loops_share_what_they_decode_of_a_batch_s_members() -> None:
+    """Every loop folds a batch's pods: each member's object is read once for all of them."""
+    from ledgerlet_services.loops.kubelet import EvictionManager
+    from ledgerlet_services.loops.scheduler import Scheduler
+    from ledgerlet_services.runtime.shell import SharedEnvelopes
+
+    shared = SharedEnvelopes({"ledgerlet.inputs": 2}, recorders=0)
+    bus = MemoryBus()
+    runners = [ServiceRunner(bus, kind, envelopes=shared) for kind in (EvictionManager, Scheduler)]
+    rec = _batch_record(0)
+    seen: list[object] = []
+    for runner in runners:
+        runner.instances["r"] = svc = runner.kind()
+        arrive = svc.cluster.arrive
+        svc.cluster.arrive = lambda env, data, arrive=arrive: (seen.append(data), arrive(env, data))[1]  # type: ignore[method-assign]
+        runner.handle_records([rec])
+    assert len(seen) == 4
+    assert seen[0] is seen[2] and seen[1] is seen[3]  # the second loop was given the first's
+    assert seen[0] is not seen[1]

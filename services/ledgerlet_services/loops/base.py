@@ -91,8 +91,12 @@ class Loop:
             return True
         return folds_event(env)
 
-    def handle(self, env: Envelope, out: Emitter) -> Iterator[None] | None:
+    def handle(self, env: Envelope, out: Emitter, memo: dict[str, Any] | None = None) -> Iterator[None] | None:
         """Fold ``env`` into the cluster view and the loop's state; emit through ``out``.
+
+        ``memo``: what other loops of this process decoded of the same events for the
+        view, by event id (given for a batch's members, which every loop folds); only the
+        view's read-only decodings (:data:`FOLD_DECODERS`) are shared through it.
 
         A handler with a long pass to make (every node at a housekeeping tick) may be a
         generator that yields now and then: the shell sends what it emitted so far while
@@ -103,7 +107,13 @@ class Loop:
         folds = folds_event(env)
         if route is None and not folds:
             return None
-        data = route.decode(env.data) if route is not None else _fold_decoder(env.type)(env.data)
+        decode = route.decode if route is not None else _fold_decoder(env.type)
+        if memo is not None and decode in _SHARED_DECODERS:
+            data = memo.get(env.id)
+            if data is None:
+                data = memo[env.id] = decode(env.data)
+        else:
+            data = decode(env.data)
         if folds:
             self.cluster.arrive(env, data)
         result = getattr(self, route.method)(env, data, out) if route is not None else None
@@ -149,6 +159,10 @@ def _routes(cls: type[Loop]) -> dict[str, _Route]:
                 raise TypeError(f"{where} declares its data as {given!r}; {name} gives it {expected!r}")
             routes[name] = _Route(attr, decode or _fold_decoder(name), when)
     return routes
+
+
+#: decodings one loop's handler may share with another's (their results are never changed)
+_SHARED_DECODERS = frozenset(FOLD_DECODERS.values())
 
 
 def _fold_decoder(name: str) -> Callable[[msgspec.Raw], Any]:

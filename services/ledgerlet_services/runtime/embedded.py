@@ -147,7 +147,8 @@ async def run_feed(
     """
     bus = bus or MemoryBus()
     await bus.create_topics(topic_specs(partitions))
-    shared = SharedEnvelopes()
+    # (each loop reads its topics' records, the recorder every topic's)
+    shared = SharedEnvelopes({t: sum(t in kind.topics for kind in CONTROL_LOOPS) for t in ALL_TOPICS}, recorders=1)
     runners = [ServiceRunner(bus, kind, telemetry=telemetry, envelopes=shared) for kind in CONTROL_LOOPS]
     recorder = RecorderRunner(bus, sink, full_observations=full_observations, telemetry=telemetry, envelopes=shared)
     groups = {r.group: list(r.topics) for r in runners}

@@ -57,7 +57,9 @@ class RecorderRunner:
         envelopes: SharedEnvelopes | None = None,
     ) -> None:
         """``envelopes``: decoding shared with the loops of an embedded run."""
-        self._decode = envelopes.decode if envelopes is not None else decode_envelope
+        self._decode: Callable[[bytes, str], Envelope] = (
+            envelopes.decode if envelopes is not None else lambda value, _: decode_envelope(value)
+        )
         self.full_observations = full_observations
         self.bus = bus
         self.store = store
@@ -84,7 +86,7 @@ class RecorderRunner:
                 records = await poll(consumer, self.max_records, self.name)
                 if not records:
                     continue
-                decoded = [(self._decode(r.value), r.headers) for r in records]
+                decoded = [(self._decode(r.value, r.topic), r.headers) for r in records]
                 envelopes = [self._stored_form(env) for env, _ in decoded]
                 self.received += len(envelopes)
                 stored = await self._append(envelopes)

@@ -23,8 +23,9 @@ import contextlib
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from ledgerlet_bus.api import Bus, BusUnavailable, CommitRejected, Consumer, Producer, Record, TopicPartition
 from ledgerlet_bus.retry import with_backoff
@@ -70,8 +71,12 @@ class ServiceRunner:
         """``envelopes``: decoding shared with the other runners of an embedded run;
         ``snapshots``: where the state is checkpointed (see runtime/snapshots.py)."""
         self.bus = bus
-        self._decode = envelopes.decode if envelopes is not None else decode_envelope
-        self._expand = envelopes.expand if envelopes is not None else expand
+        self._decode: Callable[[bytes, str], Envelope] = (
+            envelopes.decode if envelopes is not None else lambda value, _: decode_envelope(value)
+        )
+        self._expand: Callable[[Envelope, str], tuple[list[Envelope], dict[str, Any] | None]] = (
+            envelopes.expand if envelopes is not None else lambda batch, _: (expand(batch), None)
+        )
         self.kind = service
         self.name = service.name
         self.rank = service.rank
@@ -254,7 +259,7 @@ class ServiceRunner:
         self.stats.batches += 1
         fresh: list[_Held] = []
         for rec in records:
-            env = self._decode(rec.value)
+            env = self._decode(rec.value, rec.topic)
             if env.run in self._ended or self._seen.seen(env.run, env.id):
                 self.stats.duplicates += 1
                 continue
@@ -273,11 +278,13 @@ class ServiceRunner:
                     self._held.append(item)
                     continue
             if env.type == BATCH:
-                self._handle_members(env, outgoing, item.record.headers)
+                self._handle_members(env, outgoing, item.record.headers, item.record.topic)
             else:
                 yield from self._handle(env, outgoing, item.record.headers, item.key)
 
-    def _handle_members(self, batch: Envelope, outgoing: list[Outgoing] | None, headers: Headers = ()) -> None:
+    def _handle_members(
+        self, batch: Envelope, outgoing: list[Outgoing] | None, headers: Headers = (), topic: str = ""
+    ) -> None:
         """Handle a batch's members one after another, each as the input it stands for
         (with an emitter of its own), at the batch's place: nothing can fall between two
         of them but events derived from an earlier step, whose order against the step's
@@ -286,7 +293,7 @@ class ServiceRunner:
         svc = self.instance(batch.run)
         if svc is None:
             return
-        members = self._expand(batch)
+        members, memo = self._expand(batch, topic)
         tracing = outgoing is not None and self.telemetry.tracing
         span = self.telemetry.handling(self.name, batch, headers) if tracing else _NO_SPAN
         with span as out_headers:
@@ -294,7 +301,7 @@ class ServiceRunner:
                 if not svc.wants(member):
                     continue
                 emitter = Emitter(member, self.rank)
-                steps = svc.handle(member, emitter)
+                steps = svc.handle(member, emitter, memo)
                 for _ in steps if steps is not None else ():  # (inputs are handled at once)
                     pass
                 if outgoing is not None and emitter.out:
@@ -425,39 +432,81 @@ class _Held:
 class SharedEnvelopes:
     """Envelopes decoded once for the runners of one embedded run, which all read the same
     records (a runner alone in its process, as in the distributed stack, decodes its own).
-    Envelopes are never changed in place, only replaced. Kept for the newest ``kept_bytes``
-    of records (an envelope holds its record's bytes): long enough for every loop to read
-    a step's records, short enough not to hold the records the bus has already dropped (a
-    fleet's observations are some 60 KB each)."""
+    Envelopes are never changed in place, only replaced.
 
-    def __init__(self, kept_bytes: int = 64 << 20, kept_members: int = 65_536) -> None:
+    An envelope is let go once every reader of its topic has asked for it (``loops``: how
+    many loops read each topic, and ``recorders`` read every topic), a batch's members once
+    every loop reading its topic has (recorders store batches as they are), so what is
+    kept is what lies between the
+    slowest reader and the fastest, however far apart they are (a fleet's starting state
+    is half a million members, read by six loops at their own pace). What a reader never
+    asks for (a run it has ended) is dropped past ``kept_bytes`` of records or
+    ``kept_members`` members, the oldest first."""
+
+    def __init__(
+        self,
+        loops: Mapping[str, int] | None = None,
+        recorders: int = 1,
+        *,
+        kept_bytes: int = 512 << 20,
+        kept_members: int = 1 << 20,
+    ) -> None:
+        self._readers = {t: n + recorders for t, n in (loops or {}).items()}
+        self._expanders = dict(loops or {})
         self._kept_bytes = kept_bytes
         self._kept_members = kept_members
         self._bytes = 0
-        self._envelopes: OrderedDict[bytes, Envelope] = OrderedDict()
+        #: record bytes -> [envelope, readers still to ask]
+        self._envelopes: OrderedDict[bytes, list[Any]] = OrderedDict()
         self._member_count = 0
-        self._members: OrderedDict[str, list[Envelope]] = OrderedDict()
+        #: batch id -> [members, readers still to ask]
+        self._members: OrderedDict[str, list[Any]] = OrderedDict()
 
-    def decode(self, value: bytes) -> Envelope:
-        env = self._envelopes.get(value)
-        if env is None:
-            env = self._envelopes[value] = decode_envelope(value)
-            self._bytes += len(value)
-            while self._bytes > self._kept_bytes and len(self._envelopes) > 1:
-                old, _ = self._envelopes.popitem(last=False)
-                self._bytes -= len(old)
-        return env
+    def decode(self, value: bytes, topic: str = "") -> Envelope:
+        """The envelope of a record of ``topic``."""
+        found = self._envelopes.get(value)
+        if found is None:
+            env = decode_envelope(value)
+            left = self._readers.get(topic, 0) - 1
+            if left > 0:
+                self._envelopes[value] = [env, left]
+                self._bytes += len(value)
+                while self._bytes > self._kept_bytes and len(self._envelopes) > 1:
+                    old, _ = self._envelopes.popitem(last=False)
+                    self._bytes -= len(old)
+            return env
+        env = found[0]
+        found[1] -= 1
+        if found[1] <= 0:
+            del self._envelopes[value]
+            self._bytes -= len(value)
+        return cast(Envelope, env)
 
-    def expand(self, batch: Envelope) -> list[Envelope]:
-        """A batch's members (:func:`~ledgerlet_core.contracts.batch.expand`), once."""
-        members = self._members.get(batch.id)
-        if members is None:
-            members = self._members[batch.id] = expand(batch)
-            self._member_count += len(members)
-            while self._member_count > self._kept_members and len(self._members) > 1:
-                _, gone = self._members.popitem(last=False)
-                self._member_count -= len(gone)
-        return members
+    def expand(self, batch: Envelope, topic: str = "") -> tuple[list[Envelope], dict[str, Any]]:
+        """A batch's members (:func:`~ledgerlet_core.contracts.batch.expand`), once, and
+        what the loops decoded of them for the cluster view (``Loop.handle``'s ``memo``):
+        every loop folds the same pods, each read once."""
+        found = self._members.get(batch.id)
+        if found is None:
+            members, memo = expand(batch), cast(dict[str, Any], {})
+            left = self._expanders.get(topic, 0) - 1
+            if left > 0:
+                self._members[batch.id] = [members, left, memo]
+                self._member_count += len(members)
+                while self._member_count > self._kept_members and len(self._members) > 1:
+                    _, (gone, _, _) = self._members.popitem(last=False)
+                    self._member_count -= len(gone)
+            return members, memo
+        members, _, memo = found
+        found[1] -= 1
+        if found[1] <= 0:
+            del self._members[batch.id]
+            self._member_count -= len(members)
+        return members, memo
+
+    def __len__(self) -> int:
+        """Envelopes and batches kept (waiting for a reader)."""
+        return len(self._envelopes) + len(self._members)
 
 
 def root_of(env: Envelope) -> SortKey | None:
