@@ -53,9 +53,18 @@ class _Partition:
 
 class MemoryBus:
     def __init__(
-        self, *, default_partitions: int = DEFAULT_PARTITIONS, retain: bool = False, shuffle: Random | None = None
+        self,
+        *,
+        default_partitions: int = DEFAULT_PARTITIONS,
+        retain: bool = False,
+        shuffle: Random | None = None,
+        fetch_max_bytes: int | None = None,
     ) -> None:
+        """``fetch_max_bytes``: what one ``getmany`` returns at most, as Kafka's
+        ``fetch.max.bytes`` bounds a fetch (at least one record): consumers that read the
+        same records then stay near each other, however large the records."""
         self._default_partitions = default_partitions
+        self.fetch_max_bytes = fetch_max_bytes
         #: a test mode: consumers read partitions in a random order and random amounts
         #: (each partition still in order), as fetches from a real broker may
         self._shuffle = shuffle
@@ -238,6 +247,7 @@ class MemoryConsumer:
 
     def _available(self, max_records: int) -> list[Record]:
         out: list[Record] = []
+        budget = self._bus.fetch_max_bytes
         shuffle = self._bus._shuffle
         assignment = self.assignment
         if shuffle is not None:
@@ -252,9 +262,12 @@ class MemoryConsumer:
                         continue  # this partition's records come in a later fetch
                     room = shuffle.randint(1, room)
                 take = part.read(pos, room)
+                if budget is not None:
+                    take = _within(take, budget, alone=not out)
+                    budget -= sum(len(r.value) for r in take)
                 out.extend(take)
                 self.positions[tp] = pos + len(take)
-            if len(out) >= max_records:
+            if len(out) >= max_records or (budget is not None and budget <= 0):
                 break
         return out
 
@@ -304,3 +317,14 @@ class MemoryConsumer:
         if not self._closed:
             self._closed = True
             self._bus.leave(self)
+
+
+def _within(records: list[Record], budget: int, *, alone: bool) -> list[Record]:
+    """The first of ``records`` whose values fit in ``budget`` bytes; ``alone``: the fetch
+    has nothing yet, so its first record comes whatever its size (as Kafka's does)."""
+    used = 0
+    for i, rec in enumerate(records):
+        used += len(rec.value)
+        if used > budget and (i or not alone):
+            return records[:i]
+    return records

@@ -207,6 +207,23 @@ async def test_memory_bus_drops_what_every_reader_committed() -> None:
     assert [r.offset for r in got] == list(range(10))
 
 
+async def test_memory_bus_fetches_at_most_its_bytes_and_always_one_record() -> None:
+    bus = MemoryBus(fetch_max_bytes=250)
+    await bus.create_topics([TopicSpec("t", 2)])
+    consumer = bus.consumer("a", ["t"], whole=True)
+    p = bus.producer()
+    for i in range(6):
+        await p.send("t", bytes([48 + i]) * 100, key=f"k{i % 2}".encode())  # 100 bytes each
+    await p.send("t", b"x" * 1000, key=b"k0")  # larger than a fetch
+    await p.flush()
+    fetches = []
+    while got := await consumer.getmany(timeout=0):
+        fetches.append([len(r.value) for r in got])
+    assert [1000] in fetches  # it comes alone
+    assert all(sum(sizes) <= 250 for sizes in fetches if sizes != [1000])
+    assert sorted(n for sizes in fetches for n in sizes) == [100] * 6 + [1000]  # nothing lost or twice
+
+
 async def test_backoff_stops_between_attempts_never_during_one() -> None:
     """A stop waits for the attempt under way (a write cut off half way can wedge its
     connection) and ends the waiting between attempts at once."""

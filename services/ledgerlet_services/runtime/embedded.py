@@ -40,6 +40,12 @@ IDLE_TIMEOUT = 120.0
 MAX_RECORDER_LAG = 5_000
 
 
+#: what a loop reads from the in-memory bus at a time: the loops then read a fleet's
+#: starting state in step (a few thousand pods apart), and the envelopes they share are
+#: kept that long, not for the whole fleet
+FETCH_MAX_BYTES = 4 << 20
+
+
 class ServiceFailed(RuntimeError):
     """A service stopped with an error during the run."""
 
@@ -145,7 +151,8 @@ async def run_feed(
     ``ledgerlet run`` feeds a scenario's inputs and stores; replay and what-if feed the
     inputs a store recorded and collect what the loops derive, to compare.
     """
-    bus = bus or MemoryBus()
+    # (a bounded fetch keeps the loops near each other: what they share is kept meanwhile)
+    bus = bus or MemoryBus(fetch_max_bytes=FETCH_MAX_BYTES)
     await bus.create_topics(topic_specs(partitions))
     # (each loop reads its topics' records, the recorder every topic's)
     shared = SharedEnvelopes({t: sum(t in kind.topics for kind in CONTROL_LOOPS) for t in ALL_TOPICS}, recorders=1)
