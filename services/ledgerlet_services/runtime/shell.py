@@ -13,7 +13,11 @@ A restarted service rebuilds its state before it consumes anything new: it folds
 every event its group has committed (the bus keeps them), in the runs' decision order
 ``(t, order)``, with its output thrown away, since it was published the first time.
 Handlers never depend on the order in which a step's events arrive (ties are broken by
-event keys), so the rebuilt state is the state the service had.
+event keys), so the rebuilt state is the state the service had. It then reads on from
+exactly the offsets that state reflects, not from whatever the group has committed by
+its first fetch: a member that lost its lease and has not noticed yet may still be
+committing, and what it commits meanwhile would otherwise never be folded here (what is
+read twice is dropped by its event ids).
 """
 
 from __future__ import annotations
@@ -110,6 +114,7 @@ class ServiceRunner:
         producer = self.bus.producer()
         try:
             await self.rebuild()
+            await consumer.seek(self._consumed)  # (see the module docstring)
             self.ready.set()
             while not self._stop.is_set():
                 if self.heartbeat is not None:
