@@ -10,7 +10,9 @@ and restored into a fresh runner, and both runners are given the rest.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -335,3 +337,47 @@ async def test_a_checkpoint_is_pickled_by_a_child_while_the_service_goes_on(
     blob = await aside.result()
     assert restore(blob).ended == runner.state().ended
     assert aside.pid == 0 and aside.fd == -1  # the child reaped, its pipe closed
+
+
+def _open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+async def test_a_checkpoint_whose_fork_fails_leaks_nothing_and_waits_for_the_next_interval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refused fork (out of memory, too many processes) closes the pipe it opened, and
+    the service tries again when the next checkpoint is due, not on every idle poll."""
+    forks: list[int] = []
+
+    def refused() -> int:
+        forks.append(1)
+        raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", refused)
+    rec = await recorded("memory-pressure.yaml", tmp_path)
+    kind = next(k for k in CONTROL_LOOPS if k.name == "eviction-manager")
+    first, _, _ = split_at_instant(rec.by_loop[kind.name])
+    fds = _open_fds()
+    snaps = Snapshots(_Failing(), "k", every_records=1, every_seconds=1e9, max_share=INF)
+    assert not snaps.begin(ServiceRunner(MemoryBus(), kind).state(), {})
+    assert forks == [1] and snaps.stats.failed == 1 and not snaps.saving
+    assert _open_fds() == fds
+
+    bus = MemoryBus(retain=True)
+    runner = ServiceRunner(bus, kind, snapshots=snaps)
+    task = asyncio.create_task(runner.run())
+    try:
+        p = bus.producer()
+        for r in first:
+            await p.send(r.topic, r.value, key=r.key, headers=r.headers)
+        await p.flush()
+        await bus.wait_idle({kind.name: list(kind.topics)}, timeout=10)
+        tried = len(forks)
+        assert tried > 1  # each committed batch was due (one record is an interval here)
+        await asyncio.sleep(1.0)  # idle: five polls
+        assert len(forks) == tried
+    finally:
+        runner.stop()
+        await task
+    assert _open_fds() == fds

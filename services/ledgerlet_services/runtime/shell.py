@@ -238,11 +238,14 @@ class ServiceRunner:
         """Start saving the state as of ``offsets`` and go on handling meanwhile (the
         state is pickled as it is now by a forked child: runtime/snapshots.py). One that
         cannot start now (another is under way, an event is held) is started when the
-        service is next idle, as of what it has committed by then."""
+        service is next idle, as of what it has committed by then; one that fails to
+        start (the fork refused) waits for the next interval, not the next idle poll."""
         if self.snapshots is None:
             return
-        started = not self._held and self.snapshots.begin(self.state(), offsets)
-        self._checkpoint_due = None if started else offsets
+        busy = bool(self._held) or self.snapshots.saving
+        if not busy:
+            self.snapshots.begin(self.state(), offsets)
+        self._checkpoint_due = offsets if busy else None
 
     def handle_records(self, records: list[Record]) -> list[Outgoing]:
         """Handle a batch; what it emitted (see :meth:`_batch`)."""

@@ -180,7 +180,9 @@ class Snapshots:
         """Start a checkpoint of ``state`` as of ``offsets`` and return at once: a child
         process pickles the state as it is now (the service goes on handling meanwhile:
         a fleet's state takes seconds to pickle), and a task stores what it wrote.
-        False if one is still under way (this one is skipped)."""
+        False if one is still under way (this one is skipped: :attr:`saving`), or if it
+        could not start (no fork: out of memory or processes), and then the interval
+        starts over: it is tried again at the next one, not at once."""
         if self.saving:
             return False
         self._records, self._seconds = 0, 0.0
@@ -292,7 +294,12 @@ def capture_aside(state: RunnerState) -> Capture:
     if not hasattr(os, "fork"):
         return Capture(blob=capture(state))
     read, write = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except BaseException:
+        os.close(read)
+        os.close(write)
+        raise
     if pid == 0:  # the child
         code = 1
         try:
