@@ -381,3 +381,49 @@ async def test_a_checkpoint_whose_fork_fails_leaks_nothing_and_waits_for_the_nex
         runner.stop()
         await task
     assert _open_fds() == fds
+
+
+class _Away:
+    """A snapshot store whose database never answers."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    async def save_snapshot(self, snap: StoredSnapshot) -> None:
+        raise OSError("connection refused")
+
+    async def load_snapshot(self, key: str) -> StoredSnapshot | None:
+        self.reads += 1
+        raise OSError("connection refused")
+
+
+async def test_a_service_told_to_stop_while_its_snapshots_database_is_away_stops() -> None:
+    kind = next(k for k in CONTROL_LOOPS if k.name == "eviction-manager")
+    store = _Away()
+    runner = ServiceRunner(MemoryBus(), kind, snapshots=Snapshots(store, "k", load_patience=1e9))
+    task = asyncio.create_task(runner.run())
+    await asyncio.sleep(0.5)
+    assert store.reads > 1 and not runner.ready.is_set()  # waiting for the database
+    runner.stop()  # SIGTERM
+    await asyncio.wait_for(task, 2)  # (the next try would have been seconds away)
+
+
+async def test_a_snapshot_that_cannot_be_read_for_long_is_done_without(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Snapshots are a cache: a service whose database stays away folds its group's
+    history instead of waiting for it."""
+    rec = await recorded("memory-pressure.yaml", tmp_path)
+    kind = next(k for k in CONTROL_LOOPS if k.name == "eviction-manager")
+    first, rest, _ = split_at_instant(rec.by_loop[kind.name])
+    bus = MemoryBus(retain=True)
+    await _serve(bus, ServiceRunner(bus, kind), first)
+    caplog.set_level(logging.WARNING)
+    again = ServiceRunner(bus, kind, snapshots=Snapshots(_Away(), "k", load_patience=0.5))
+    folded = await asyncio.wait_for(again.rebuild(), 5)
+    assert "the snapshot could not be read for 0.5 s (connection refused): folding from the start" in caplog.text
+    assert again.snapshots is not None and again.snapshots.stats.loaded_from is None
+    full = ServiceRunner(bus, kind)
+    assert folded == await full.rebuild() > 0
+    decided = sorted(emitted(again, rest))
+    assert decided and decided == sorted(emitted(full, rest))

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ledgerlet_bus.api import Bus, BusUnavailable, CommitRejected, Consumer, Producer, Record, TopicPartition
-from ledgerlet_bus.retry import with_backoff
+from ledgerlet_bus.retry import Stopped, with_backoff
 from ledgerlet_core.contracts.batch import BATCH, expand
 from ledgerlet_core.contracts.envelope import Envelope, decode_envelope, encode_envelope
 from ledgerlet_core.loop.emitter import Emitter
@@ -113,7 +113,10 @@ class ServiceRunner:
         consumer = self.bus.consumer(self.group, self.topics, whole=True)
         producer = self.bus.producer()
         try:
-            await self.rebuild()
+            try:
+                await self.rebuild()
+            except Stopped:
+                return  # (told to stop while waiting for the snapshot's database)
             await consumer.seek(self._consumed)  # (see the module docstring)
             self.ready.set()
             while not self._stop.is_set():
@@ -167,10 +170,11 @@ class ServiceRunner:
 
     async def rebuild(self) -> int:
         """Fold again what the group has committed (see the module docstring), from the
-        newest snapshot on where there is one; how many events were folded."""
+        newest snapshot on where there is one; how many events were folded. Raises
+        :class:`Stopped` if told to stop while waiting for the snapshot's database."""
         began = time.perf_counter()
         start: dict[TopicPartition, int] | None = None
-        loaded = await self.snapshots.load() if self.snapshots is not None else None
+        loaded = await self.snapshots.load(self._stop) if self.snapshots is not None else None
         if loaded is not None:
             state, start = loaded
             self.adopt(state)

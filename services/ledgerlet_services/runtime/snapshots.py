@@ -11,7 +11,8 @@ offsets and what the group has committed since.
 The state is pickled, so its shape is the code's: a snapshot carries :func:`state_version`,
 a digest of the code whose objects it holds, and one taken by other code is not loaded
 (the service folds from the start, as it would without snapshots). A snapshot that cannot
-be read is treated the same way. Snapshots are never the source of truth: dropping them
+be read is treated the same way, and so is one the database does not give within
+``load_patience`` seconds. Snapshots are never the source of truth: dropping them
 all costs a slower restart, nothing else.
 """
 
@@ -53,6 +54,9 @@ PICKLE_PROTOCOL: Final = 5
 
 DEFAULT_EVERY_RECORDS: Final = 20_000
 DEFAULT_EVERY_SECONDS: Final = 30.0
+#: how long a starting service waits for the database to read its snapshot, before it
+#: folds its group's history instead (slower, but it does not wait on the database)
+DEFAULT_LOAD_PATIENCE: Final = 30.0
 #: the most of a service's handling time checkpoints may take
 MAX_SHARE: Final = 0.1
 
@@ -125,12 +129,14 @@ class Snapshots:
         every_records: int = DEFAULT_EVERY_RECORDS,
         every_seconds: float = DEFAULT_EVERY_SECONDS,
         max_share: float = MAX_SHARE,
+        load_patience: float = DEFAULT_LOAD_PATIENCE,
     ) -> None:
         self.store = store
         self.max_share = max_share
         self.key = key
         self.every_records = every_records
         self.every_seconds = every_seconds
+        self.load_patience = load_patience
         self.stats = SnapshotStats()
         self._records = 0
         self._seconds = 0.0
@@ -149,13 +155,27 @@ class Snapshots:
             return False
         return self._records >= self.every_records or self._seconds >= self.every_seconds
 
-    async def load(self) -> tuple[RunnerState, dict[TopicPartition, int]] | None:
-        """The newest checkpoint this code can read, or None (fold from the start)."""
-        snap = await with_backoff(
-            f"{self.key}: reading the snapshot",
-            lambda: self.store.load_snapshot(self.key),
-            retry_on=(SQLAlchemyError, OSError),
-        )
+    async def load(self, stop: asyncio.Event | None = None) -> tuple[RunnerState, dict[TopicPartition, int]] | None:
+        """The newest checkpoint this code can read, or None (fold from the start). The
+        database is waited for ``load_patience`` seconds at most (a snapshot is only a
+        cache), and not once ``stop`` is set: raises :class:`~ledgerlet_bus.retry.Stopped`
+        (a service told to stop while its database is away leaves at once)."""
+        try:
+            snap = await with_backoff(
+                f"{self.key}: reading the snapshot",
+                lambda: self.store.load_snapshot(self.key),
+                retry_on=(SQLAlchemyError, OSError),
+                deadline=self.load_patience,
+                stop=stop,
+            )
+        except (SQLAlchemyError, OSError) as exc:
+            log.warning(
+                "%s: the snapshot could not be read for %g s (%s): folding from the start",
+                self.key,
+                self.load_patience,
+                exc,
+            )
+            return None
         if snap is None:
             return None
         if snap.version != state_version():
