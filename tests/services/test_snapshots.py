@@ -11,9 +11,11 @@ and restored into a fresh runner, and both runners are given the rest.
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import errno
 import logging
 import os
+import signal
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -462,3 +464,19 @@ async def test_a_snapshot_that_cannot_be_read_for_long_is_done_without(
     assert folded == await full.rebuild() > 0
     decided = sorted(emitted(again, rest))
     assert decided and decided == sorted(emitted(full, rest))
+
+
+def test_a_snapshot_child_dies_with_its_parent_by_what_its_parent_looked_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """By the prctl the parent looked up at import (a forked child loading a library can
+    wait for ever on a lock another thread held at the fork); and a child whose parent is
+    already gone leaves at once."""
+    assert snapshots_module._PRCTL is not None  # (Linux's, looked up at import)
+    calls: list[tuple[int, int]] = []
+    exits: list[int] = []
+    monkeypatch.setattr(snapshots_module, "_PRCTL", lambda *args: calls.append(args) or 0)
+    monkeypatch.setattr(ctypes, "CDLL", lambda *_: pytest.fail("the child loaded a library"))
+    monkeypatch.setattr(os, "_exit", exits.append)
+    snapshots_module._die_with_parent(os.getppid())
+    assert calls == [(1, signal.SIGKILL)] and exits == []
+    snapshots_module._die_with_parent(os.getpid())  # not this process's parent: it is gone
+    assert exits == [1]

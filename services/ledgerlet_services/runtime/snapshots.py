@@ -29,6 +29,7 @@ import signal
 import sys
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
@@ -313,6 +314,7 @@ def capture_aside(state: RunnerState) -> Capture:
     socket, event loop or lock of the parent's, and dies with its parent."""
     if not hasattr(os, "fork"):
         return Capture(blob=capture(state))
+    parent = os.getpid()
     read, write = os.pipe()
     try:
         pid = os.fork()
@@ -324,7 +326,7 @@ def capture_aside(state: RunnerState) -> Capture:
         code = 1
         try:
             os.close(read)
-            _die_with_parent()
+            _die_with_parent(parent)
             _write_all(write, capture(state))
             code = 0
         finally:
@@ -333,10 +335,30 @@ def capture_aside(state: RunnerState) -> Capture:
     return Capture(pid=pid, fd=read)
 
 
-def _die_with_parent() -> None:
-    """Linux's PR_SET_PDEATHSIG: a service killed mid-checkpoint leaves no child pickling on."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
+def _load_prctl() -> Callable[..., int] | None:
+    """The C library's prctl, or None where there is none (not Linux)."""
+    try:
+        return ctypes.CDLL(None).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+#: looked up by the parent at import: a forked child does as little as it can (loading a
+#: library or looking up a symbol takes the dynamic loader's lock, which another thread
+#: of the parent's may have held at the fork: the child would wait for ever)
+_PRCTL: Final = _load_prctl()
+_PR_SET_PDEATHSIG: Final = 1
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux's PR_SET_PDEATHSIG: a service killed mid-checkpoint leaves no child pickling
+    on. It covers a parent that dies from now on, so a child whose ``parent`` is already
+    gone (it was re-parented) leaves at once."""
+    if _PRCTL is not None:
+        with contextlib.suppress(Exception):
+            _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _write_all(fd: int, data: bytes) -> None:
