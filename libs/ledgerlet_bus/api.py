@@ -6,6 +6,9 @@ topic's partitions between its members; a group's committed offset per partition
 where a restarted member resumes. Delivery is at-least-once: commit after the effects
 of a record are safe, and expect to see it again otherwise.
 
+A member reads from where its group has committed when it *first fetches* (not when
+it is made), unless told to :meth:`Consumer.seek` elsewhere.
+
 ``idle`` is what makes virtual time work over a real broker: when every group has
 committed everything in the topics it reads, nothing is in flight anywhere.
 """
@@ -55,6 +58,13 @@ class Consumer(Protocol):
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         """Commit the *next* offset to read for each partition."""
+
+    async def seek(self, offsets: Mapping[TopicPartition, int]) -> None:
+        """Read each partition from ``offsets`` on (the next offset to read), and every
+        other partition of the member's from its beginning, instead of from where the
+        group has committed when the member first fetches. For a whole member: a service
+        that rebuilt its state from the records below some offsets resumes exactly
+        there, whatever another member of its group commits meanwhile."""
 
     async def close(self) -> None: ...
 

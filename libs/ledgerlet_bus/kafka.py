@@ -505,6 +505,14 @@ class KafkaConsumer:
 
         await with_backoff(f"committing for {self.group}", attempt, retry_on=_AWAY)
 
+    async def seek(self, offsets: Mapping[TP, int]) -> None:
+        """(see :meth:`ledgerlet_bus.api.Consumer.seek`) aiokafka asks for the group's
+        committed offsets at the first fetch unless a partition has a position by then;
+        one whose log no longer starts at 0 is read from its start (``earliest``)."""
+        consumer = await self._started()
+        for ktp in consumer.assignment():
+            consumer.seek(ktp, offsets.get((self._bus.logical(ktp.topic), ktp.partition), 0))
+
     async def close(self) -> None:
         if self._consumer is not None:
             consumer, self._consumer = self._consumer, None

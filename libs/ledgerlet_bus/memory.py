@@ -2,8 +2,9 @@
 
 Partitions are append-only lists; groups have committed offsets and split partitions
 between their members (range assignment, rebalanced when members come and go); a
-consumer's position starts at its group's committed offset. Nothing is shared between
-processes: one process, one bus.
+consumer's position in a partition starts at what its group has committed when it first
+fetches from it (as a Kafka consumer's does), unless it was told to seek. Nothing is
+shared between processes: one process, one bus.
 """
 
 from __future__ import annotations
@@ -144,11 +145,11 @@ class MemoryBus:
                 count = per + (1 if i < extra else 0)
                 m.assignment.extend((topic, p) for p in range(start, start + count))
                 start += count
-        for m in g.members:
+        for m in g.members:  # (a position not kept is the group's committed one at the next fetch)
             if m.whole:  # whole members are not rebalanced: they keep their positions
-                m.positions = {tp: m.positions.get(tp, g.committed.get(tp, 0)) for tp in m.assignment}
+                m.positions = {tp: m.positions[tp] for tp in m.assignment if tp in m.positions}
             else:
-                m.positions = {tp: g.committed.get(tp, 0) for tp in m.assignment}
+                m.positions = {}
 
     def leave(self, member: MemoryConsumer) -> None:
         g = self._groups.get(member.group)
@@ -246,6 +247,7 @@ class MemoryConsumer:
         self._closed = False
 
     def _available(self, max_records: int) -> list[Record]:
+        self._start_where_committed()
         out: list[Record] = []
         budget = self._bus.fetch_max_bytes
         shuffle = self._bus._shuffle
@@ -301,8 +303,16 @@ class MemoryConsumer:
             for _ in range(shuffle.randint(1, 20)):
                 await asyncio.sleep(0)
 
-    def seek(self, tp: TopicPartition, offset: int) -> None:
-        self.positions[tp] = offset
+    def _start_where_committed(self) -> None:
+        """Partitions without a position start where the group has committed by now."""
+        if len(self.positions) < len(self.assignment):
+            committed = self._bus._groups[self.group].committed
+            for tp in self.assignment:
+                if tp not in self.positions:
+                    self.positions[tp] = committed.get(tp, 0)
+
+    async def seek(self, offsets: Mapping[TopicPartition, int]) -> None:
+        self.positions = {tp: offsets.get(tp, 0) for tp in self.assignment}
 
     async def commit(self, offsets: Mapping[TopicPartition, int]) -> None:
         g = self._bus._groups[self.group]

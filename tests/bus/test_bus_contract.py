@@ -278,3 +278,39 @@ async def test_history_from_a_start_is_what_the_group_committed_after_it(bus: Bu
     assert [r.offset for r in tail] == [5, 6, 7]
     assert await bus.history("s", ["h"], start={("h", part): 8}) == []
     assert [int(r.value) for r in await bus.history("s", ["h"], start={})] == list(range(8))
+
+
+async def test_a_member_starts_where_its_group_has_committed_when_it_first_fetches(bus: Bus) -> None:
+    """Not when it was made: what another member commits in between moves its start (a
+    service taking over must not rely on it: see the next test)."""
+    p = bus.producer()
+    for i in range(10):
+        await p.send("u", str(i).encode(), key=b"k")
+    await p.flush()
+    old = bus.consumer("g", ["u"], whole=True)
+    await drain(old, 10)
+    await old.commit({("u", 0): 3})
+    new = bus.consumer("g", ["u"], whole=True)
+    await old.commit({("u", 0): 7})  # the old member goes on after the new one was made
+    assert [int(r.value) for r in await drain(new, 3)] == [7, 8, 9]
+
+
+async def test_a_seek_reads_from_where_it_says_whatever_the_group_commits(bus: Bus) -> None:
+    """A partition named reads from its offset, every other one from its beginning."""
+    p = bus.producer()
+    for i in range(10):
+        await p.send("u", str(i).encode(), key=b"k")
+    for i in range(8):
+        await p.send("t", f"t{i}".encode(), key=str(i).encode())
+    await p.flush()
+    old = bus.consumer("g", ["u", "t"], whole=True)
+    got = await drain(old, 18)
+    everything = {(r.topic, r.partition): r.offset + 1 for r in got}
+    await old.commit({("u", 0): 5})
+    new = bus.consumer("g", ["u", "t"], whole=True)
+    await new.seek({("u", 0): 3})
+    await old.commit(everything)  # the old member commits all of it before the new one fetches
+    again = await drain(new, 15)
+    assert sorted(r.value.decode() for r in again if r.topic == "u") == [str(i) for i in range(3, 10)]
+    assert sorted(r.value.decode() for r in again if r.topic == "t") == [f"t{i}" for i in range(8)]
+    assert len(again) == 15

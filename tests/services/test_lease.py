@@ -7,7 +7,7 @@ import asyncio
 import asyncpg
 import pytest
 
-from ledgerlet_services.runtime.lease import Lease, lock_id, plain_dsn
+from ledgerlet_services.runtime.lease import PING_PATIENCE, SERVER_SETTINGS, Lease, lock_id, plain_dsn
 
 pytestmark = pytest.mark.postgres
 
@@ -62,3 +62,29 @@ def test_the_lease_reads_the_stores_dsn() -> None:
     assert plain_dsn("postgresql+asyncpg://u@h:5432/db") == "postgresql://u@h:5432/db"
     assert plain_dsn("postgresql://u@h/db") == "postgresql://u@h/db"
     assert lock_id("a") != lock_id("b") and lock_id("a") == lock_id("a")
+
+
+async def test_the_server_ends_a_cut_off_holders_session_within_seconds(pg_database: str) -> None:
+    """TCP keepalives on the lease's session (runtime/lease.py): the server notices a
+    holder gone from the network a little after the holder itself gives up, not hours
+    later (the system default), and ends the session that holds the lock."""
+    lease = Lease(pg_database, "k", every=1.0)
+    assert await lease.acquire(asyncio.Event())
+    try:
+        rows = await lease._conn.fetch(
+            "SELECT name, setting::int AS value, unit FROM pg_settings WHERE name = ANY($1)", list(SERVER_SETTINGS)
+        )
+    finally:
+        await lease.release()
+    shown = {r["name"]: r["value"] for r in rows}
+    units = {r["name"]: r["unit"] for r in rows}
+    assert units == {
+        "tcp_keepalives_idle": "s",
+        "tcp_keepalives_interval": "s",
+        "tcp_keepalives_count": None,
+        "tcp_user_timeout": "ms",
+    }
+    noticed = shown["tcp_keepalives_idle"] + shown["tcp_keepalives_interval"] * shown["tcp_keepalives_count"]
+    gives_up = lease.every + PING_PATIENCE  # the holder's own: its last ping unanswered
+    assert gives_up < noticed <= 15
+    assert gives_up * 1000 < shown["tcp_user_timeout"] <= 15_000

@@ -3,14 +3,19 @@ stopped, folds only what came after the snapshot, and falls back to a full fold 
 snapshot is not its own (other code, or unreadable).
 
 Each loop is fed the records its group read in a real embedded run of every example
-(the bus keeps them), split at an instant: the first part is folded, the state captured
+(the bus keeps them), split at an instant (one where the loop still has something to
+decide, where what it decides is compared): the first part is folded, the state captured
 and restored into a fresh runner, and both runners are given the rest.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
+import errno
 import logging
+import os
+import signal
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,35 +78,69 @@ def split_at_instant(records: list[Record]) -> tuple[list[Record], list[Record],
     return first, rest, middle
 
 
+def split_where_it_decides(kind: type[Loop], records: list[Record]) -> tuple[list[Record], list[Record]] | None:
+    """The records before the middle one of the instants at which the loop, never stopped,
+    decides something, and the rest (which then has something to decide); None where it
+    decides nothing after the run's first instant (before it, the run is not under way)."""
+    probe = ServiceRunner(MemoryBus(), kind, group="probe")
+    steps = _steps(records)
+    deciding = [_instant(step[0]) for step in steps if emitted(probe, step)]
+    later = sorted(set(deciding) - {_instant(steps[0][0])})
+    if not later:
+        return None
+    cut = later[len(later) // 2]
+    return [r for r in records if _instant(r) < cut], [r for r in records if _instant(r) >= cut]
+
+
+def _instant(record: Record) -> int:
+    return decode_envelope(record.value).t
+
+
 def emitted(runner: ServiceRunner, records: list[Record]) -> list[bytes]:
     return [encode_envelope(o.envelope) for o in runner.handle_records(records)]
 
 
+@pytest.mark.parametrize("kind", CONTROL_LOOPS, ids=lambda k: k.name)
+async def test_a_restored_loop_decides_what_the_uninterrupted_one_decides(kind: type[Loop], tmp_path: Path) -> None:
+    """In each example where the loop decides something after the run's first instant,
+    cut where it still has something to decide (two empty lists compared would show
+    nothing); every loop decides in some."""
+    compared = []
+    for example in EXAMPLE_FILES:
+        (tmp_path / example).mkdir()
+        rec = await recorded(example, tmp_path / example)
+        split = split_where_it_decides(kind, rec.by_loop[kind.name])
+        if split is None:
+            continue
+        first, rest = split
+        original = ServiceRunner(MemoryBus(), kind, group="original")
+        emitted(original, first)
+        assert original.instances.get(rec.run) is not None, example  # the run is under way at the cut
+
+        restored = ServiceRunner(MemoryBus(), kind, group="restored")
+        restored.adopt(restore(capture(original.state())))
+        assert restored.instances[rec.run] is not original.instances[rec.run]
+
+        went_on = emitted(original, rest)
+        assert went_on, example
+        assert emitted(restored, rest) == went_on, example
+        compared.append(example)
+    assert compared, f"{kind.name} decides nothing after a restore in any example"
+
+
 @pytest.mark.parametrize("example", EXAMPLE_FILES)
 @pytest.mark.parametrize("kind", CONTROL_LOOPS, ids=lambda k: k.name)
-async def test_a_restored_loop_decides_what_the_uninterrupted_one_decides(
+async def test_what_a_restored_loop_had_handled_is_known_as_handled(
     example: str, kind: type[Loop], tmp_path: Path
 ) -> None:
+    """What was handled before the snapshot comes again (a redelivery) and is skipped."""
     rec = await recorded(example, tmp_path)
-    first, rest, _ = split_at_instant(rec.by_loop[kind.name])
-    bus = MemoryBus()
-    original = ServiceRunner(bus, kind, group=f"orig-{kind.name}")
+    first, _, _ = split_at_instant(rec.by_loop[kind.name])
+    original = ServiceRunner(MemoryBus(), kind, group="original")
     emitted(original, first)
-    assert original.instances.get(rec.run) is not None  # the run is under way at the split
-
-    blob = capture(original.state())
-    restored = ServiceRunner(bus, kind, group=f"restored-{kind.name}")
-    restored.adopt(restore(blob))
-    assert restored.instances[rec.run] is not original.instances[rec.run]
-
-    went_on = emitted(original, rest)
-    after_restore = emitted(restored, rest)
-    assert after_restore == went_on
-
-    # what was handled before the snapshot is still known as handled (a redelivery)
-    twin = ServiceRunner(bus, kind, group=f"twin-{kind.name}")
-    twin.adopt(restore(blob))
-    assert emitted(twin, first) == []
+    twin = ServiceRunner(MemoryBus(), kind, group="twin")
+    twin.adopt(restore(capture(original.state())))
+    assert first and emitted(twin, first) == []
     assert twin.stats.duplicates == len(first)
 
 
@@ -335,3 +374,109 @@ async def test_a_checkpoint_is_pickled_by_a_child_while_the_service_goes_on(
     blob = await aside.result()
     assert restore(blob).ended == runner.state().ended
     assert aside.pid == 0 and aside.fd == -1  # the child reaped, its pipe closed
+
+
+def _open_fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+async def test_a_checkpoint_whose_fork_fails_leaks_nothing_and_waits_for_the_next_interval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refused fork (out of memory, too many processes) closes the pipe it opened, and
+    the service tries again when the next checkpoint is due, not on every idle poll."""
+    forks: list[int] = []
+
+    def refused() -> int:
+        forks.append(1)
+        raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", refused)
+    rec = await recorded("memory-pressure.yaml", tmp_path)
+    kind = next(k for k in CONTROL_LOOPS if k.name == "eviction-manager")
+    first, _, _ = split_at_instant(rec.by_loop[kind.name])
+    fds = _open_fds()
+    snaps = Snapshots(_Failing(), "k", every_records=1, every_seconds=1e9, max_share=INF)
+    assert not snaps.begin(ServiceRunner(MemoryBus(), kind).state(), {})
+    assert forks == [1] and snaps.stats.failed == 1 and not snaps.saving
+    assert _open_fds() == fds
+
+    bus = MemoryBus(retain=True)
+    runner = ServiceRunner(bus, kind, snapshots=snaps)
+    task = asyncio.create_task(runner.run())
+    try:
+        p = bus.producer()
+        for r in first:
+            await p.send(r.topic, r.value, key=r.key, headers=r.headers)
+        await p.flush()
+        await bus.wait_idle({kind.name: list(kind.topics)}, timeout=10)
+        tried = len(forks)
+        assert tried > 1  # each committed batch was due (one record is an interval here)
+        await asyncio.sleep(1.0)  # idle: five polls
+        assert len(forks) == tried
+    finally:
+        runner.stop()
+        await task
+    assert _open_fds() == fds
+
+
+class _Away:
+    """A snapshot store whose database never answers."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    async def save_snapshot(self, snap: StoredSnapshot) -> None:
+        raise OSError("connection refused")
+
+    async def load_snapshot(self, key: str) -> StoredSnapshot | None:
+        self.reads += 1
+        raise OSError("connection refused")
+
+
+async def test_a_service_told_to_stop_while_its_snapshots_database_is_away_stops() -> None:
+    kind = next(k for k in CONTROL_LOOPS if k.name == "eviction-manager")
+    store = _Away()
+    runner = ServiceRunner(MemoryBus(), kind, snapshots=Snapshots(store, "k", load_patience=1e9))
+    task = asyncio.create_task(runner.run())
+    await asyncio.sleep(0.5)
+    assert store.reads > 1 and not runner.ready.is_set()  # waiting for the database
+    runner.stop()  # SIGTERM
+    await asyncio.wait_for(task, 2)  # (the next try would have been seconds away)
+
+
+async def test_a_snapshot_that_cannot_be_read_for_long_is_done_without(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Snapshots are a cache: a service whose database stays away folds its group's
+    history instead of waiting for it."""
+    rec = await recorded("memory-pressure.yaml", tmp_path)
+    kind = next(k for k in CONTROL_LOOPS if k.name == "eviction-manager")
+    first, rest, _ = split_at_instant(rec.by_loop[kind.name])
+    bus = MemoryBus(retain=True)
+    await _serve(bus, ServiceRunner(bus, kind), first)
+    caplog.set_level(logging.WARNING)
+    again = ServiceRunner(bus, kind, snapshots=Snapshots(_Away(), "k", load_patience=0.5))
+    folded = await asyncio.wait_for(again.rebuild(), 5)
+    assert "the snapshot could not be read for 0.5 s (connection refused): folding from the start" in caplog.text
+    assert again.snapshots is not None and again.snapshots.stats.loaded_from is None
+    full = ServiceRunner(bus, kind)
+    assert folded == await full.rebuild() > 0
+    decided = sorted(emitted(again, rest))
+    assert decided and decided == sorted(emitted(full, rest))
+
+
+def test_a_snapshot_child_dies_with_its_parent_by_what_its_parent_looked_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    """By the prctl the parent looked up at import (a forked child loading a library can
+    wait for ever on a lock another thread held at the fork); and a child whose parent is
+    already gone leaves at once."""
+    assert snapshots_module._PRCTL is not None  # (Linux's, looked up at import)
+    calls: list[tuple[int, int]] = []
+    exits: list[int] = []
+    monkeypatch.setattr(snapshots_module, "_PRCTL", lambda *args: calls.append(args) or 0)
+    monkeypatch.setattr(ctypes, "CDLL", lambda *_: pytest.fail("the child loaded a library"))
+    monkeypatch.setattr(os, "_exit", exits.append)
+    snapshots_module._die_with_parent(os.getppid())
+    assert calls == [(1, signal.SIGKILL)] and exits == []
+    snapshots_module._die_with_parent(os.getpid())  # not this process's parent: it is gone
+    assert exits == [1]

@@ -4,7 +4,8 @@ Several processes may run the same service; the one that holds the lease consume
 decides, the others wait as standbys and take over when it goes (as kube-scheduler's
 replicas do with leader election). The lease is a session-level advisory lock on a
 connection of its own: PostgreSQL releases it the moment that session ends, so a member
-killed with SIGKILL hands over at once, without a time-to-live to wait out.
+killed with SIGKILL hands over at once, without a time-to-live to wait out; one cut off
+from the network, once the server's keepalives find it gone (seconds: SERVER_SETTINGS).
 
 A member that loses its connection (the database restarting, a network cut) has lost the
 lease too: it stops handling, lets its state go, and waits for the lease like any
@@ -21,11 +22,31 @@ import contextlib
 import hashlib
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import asyncpg  # type: ignore[import-untyped]
 
 log = logging.getLogger(__name__)
+
+#: How long a holder waits for its ping before it steps down (it pings every ``every``
+#: seconds): ~6 s after its last answer, at the default of one ping a second.
+PING_PATIENCE: Final = 5.0
+
+#: The lease's session, as the server keeps it: TCP keepalives, so that after a network
+#: cut (or a holder's machine gone) the server ends the session, and frees the lock, some
+#: 6 + 3 x 1 = 9 s after the last packet, not when its kernel gives up hours later; and
+#: ``tcp_user_timeout`` (ms) for a cut while the server still had a reply unacknowledged,
+#: when keepalives do not start. Keepalive probes are answered by the holder's kernel, so
+#: a live holder keeps its lease however long its event loop is busy (a long pass over a
+#: fleet): ``idle_session_timeout`` would take the lease from it. 9 s is a little over the
+#: holder's own give-up time, so the lock is normally freed once a cut-off holder has
+#: stepped down, and a standby does not take over while the old one still commits.
+SERVER_SETTINGS: Final = {
+    "tcp_keepalives_idle": "6",
+    "tcp_keepalives_interval": "1",
+    "tcp_keepalives_count": "3",
+    "tcp_user_timeout": "9000",
+}
 
 
 def lock_id(key: str) -> int:
@@ -70,7 +91,7 @@ class Lease:
     async def _try(self) -> bool:
         conn = None
         try:
-            conn = await asyncpg.connect(self.dsn, timeout=10)
+            conn = await asyncpg.connect(self.dsn, timeout=10, server_settings=SERVER_SETTINGS)
             if await conn.fetchval("SELECT pg_try_advisory_lock($1)", lock_id(self.key)):
                 self._conn = conn
                 return True
@@ -86,7 +107,7 @@ class Lease:
         while self._conn is not None:
             await asyncio.sleep(self.every)
             try:
-                async with asyncio.timeout(max(self.every * 5, 5.0)):
+                async with asyncio.timeout(max(self.every * 5, PING_PATIENCE)):
                     await self._conn.fetchval("SELECT 1")
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
                 log.warning("%s: lease lost (%s): stepping down", self.key, exc)

@@ -13,7 +13,11 @@ A restarted service rebuilds its state before it consumes anything new: it folds
 every event its group has committed (the bus keeps them), in the runs' decision order
 ``(t, order)``, with its output thrown away, since it was published the first time.
 Handlers never depend on the order in which a step's events arrive (ties are broken by
-event keys), so the rebuilt state is the state the service had.
+event keys), so the rebuilt state is the state the service had. It then reads on from
+exactly the offsets that state reflects, not from whatever the group has committed by
+its first fetch: a member that lost its lease and has not noticed yet may still be
+committing, and what it commits meanwhile would otherwise never be folded here (what is
+read twice is dropped by its event ids).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from ledgerlet_bus.api import Bus, BusUnavailable, CommitRejected, Consumer, Producer, Record, TopicPartition
-from ledgerlet_bus.retry import with_backoff
+from ledgerlet_bus.retry import Stopped, with_backoff
 from ledgerlet_core.contracts.batch import BATCH, expand
 from ledgerlet_core.contracts.envelope import Envelope, decode_envelope, encode_envelope
 from ledgerlet_core.loop.emitter import Emitter
@@ -114,7 +118,11 @@ class ServiceRunner:
         consumer = self.bus.consumer(self.group, self.topics, whole=True)
         producer = self.bus.producer()
         try:
-            await self.rebuild()
+            try:
+                await self.rebuild()
+            except Stopped:
+                return  # (told to stop while waiting for the snapshot's database)
+            await consumer.seek(self._consumed)  # (see the module docstring)
             self.ready.set()
             while not self._stop.is_set():
                 if self.heartbeat is not None:
@@ -167,10 +175,11 @@ class ServiceRunner:
 
     async def rebuild(self) -> int:
         """Fold again what the group has committed (see the module docstring), from the
-        newest snapshot on where there is one; how many events were folded."""
+        newest snapshot on where there is one; how many events were folded. Raises
+        :class:`Stopped` if told to stop while waiting for the snapshot's database."""
         began = time.perf_counter()
         start: dict[TopicPartition, int] | None = None
-        loaded = await self.snapshots.load() if self.snapshots is not None else None
+        loaded = await self.snapshots.load(self._stop) if self.snapshots is not None else None
         if loaded is not None:
             state, start = loaded
             self.adopt(state)
@@ -238,11 +247,14 @@ class ServiceRunner:
         """Start saving the state as of ``offsets`` and go on handling meanwhile (the
         state is pickled as it is now by a forked child: runtime/snapshots.py). One that
         cannot start now (another is under way, an event is held) is started when the
-        service is next idle, as of what it has committed by then."""
+        service is next idle, as of what it has committed by then; one that fails to
+        start (the fork refused) waits for the next interval, not the next idle poll."""
         if self.snapshots is None:
             return
-        started = not self._held and self.snapshots.begin(self.state(), offsets)
-        self._checkpoint_due = None if started else offsets
+        busy = bool(self._held) or self.snapshots.saving
+        if not busy:
+            self.snapshots.begin(self.state(), offsets)
+        self._checkpoint_due = offsets if busy else None
 
     def handle_records(self, records: list[Record]) -> list[Outgoing]:
         """Handle a batch; what it emitted (see :meth:`_batch`)."""

@@ -11,7 +11,8 @@ offsets and what the group has committed since.
 The state is pickled, so its shape is the code's: a snapshot carries :func:`state_version`,
 a digest of the code whose objects it holds, and one taken by other code is not loaded
 (the service folds from the start, as it would without snapshots). A snapshot that cannot
-be read is treated the same way. Snapshots are never the source of truth: dropping them
+be read is treated the same way, and so is one the database does not give within
+``load_patience`` seconds. Snapshots are never the source of truth: dropping them
 all costs a slower restart, nothing else.
 """
 
@@ -28,6 +29,7 @@ import signal
 import sys
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
@@ -53,6 +55,9 @@ PICKLE_PROTOCOL: Final = 5
 
 DEFAULT_EVERY_RECORDS: Final = 20_000
 DEFAULT_EVERY_SECONDS: Final = 30.0
+#: how long a starting service waits for the database to read its snapshot, before it
+#: folds its group's history instead (slower, but it does not wait on the database)
+DEFAULT_LOAD_PATIENCE: Final = 30.0
 #: the most of a service's handling time checkpoints may take
 MAX_SHARE: Final = 0.1
 
@@ -125,12 +130,14 @@ class Snapshots:
         every_records: int = DEFAULT_EVERY_RECORDS,
         every_seconds: float = DEFAULT_EVERY_SECONDS,
         max_share: float = MAX_SHARE,
+        load_patience: float = DEFAULT_LOAD_PATIENCE,
     ) -> None:
         self.store = store
         self.max_share = max_share
         self.key = key
         self.every_records = every_records
         self.every_seconds = every_seconds
+        self.load_patience = load_patience
         self.stats = SnapshotStats()
         self._records = 0
         self._seconds = 0.0
@@ -149,13 +156,27 @@ class Snapshots:
             return False
         return self._records >= self.every_records or self._seconds >= self.every_seconds
 
-    async def load(self) -> tuple[RunnerState, dict[TopicPartition, int]] | None:
-        """The newest checkpoint this code can read, or None (fold from the start)."""
-        snap = await with_backoff(
-            f"{self.key}: reading the snapshot",
-            lambda: self.store.load_snapshot(self.key),
-            retry_on=(SQLAlchemyError, OSError),
-        )
+    async def load(self, stop: asyncio.Event | None = None) -> tuple[RunnerState, dict[TopicPartition, int]] | None:
+        """The newest checkpoint this code can read, or None (fold from the start). The
+        database is waited for ``load_patience`` seconds at most (a snapshot is only a
+        cache), and not once ``stop`` is set: raises :class:`~ledgerlet_bus.retry.Stopped`
+        (a service told to stop while its database is away leaves at once)."""
+        try:
+            snap = await with_backoff(
+                f"{self.key}: reading the snapshot",
+                lambda: self.store.load_snapshot(self.key),
+                retry_on=(SQLAlchemyError, OSError),
+                deadline=self.load_patience,
+                stop=stop,
+            )
+        except (SQLAlchemyError, OSError) as exc:
+            log.warning(
+                "%s: the snapshot could not be read for %g s (%s): folding from the start",
+                self.key,
+                self.load_patience,
+                exc,
+            )
+            return None
         if snap is None:
             return None
         if snap.version != state_version():
@@ -180,7 +201,9 @@ class Snapshots:
         """Start a checkpoint of ``state`` as of ``offsets`` and return at once: a child
         process pickles the state as it is now (the service goes on handling meanwhile:
         a fleet's state takes seconds to pickle), and a task stores what it wrote.
-        False if one is still under way (this one is skipped)."""
+        False if one is still under way (this one is skipped: :attr:`saving`), or if it
+        could not start (no fork: out of memory or processes), and then the interval
+        starts over: it is tried again at the next one, not at once."""
         if self.saving:
             return False
         self._records, self._seconds = 0, 0.0
@@ -291,13 +314,19 @@ def capture_aside(state: RunnerState) -> Capture:
     socket, event loop or lock of the parent's, and dies with its parent."""
     if not hasattr(os, "fork"):
         return Capture(blob=capture(state))
+    parent = os.getpid()
     read, write = os.pipe()
-    pid = os.fork()
+    try:
+        pid = os.fork()
+    except BaseException:
+        os.close(read)
+        os.close(write)
+        raise
     if pid == 0:  # the child
         code = 1
         try:
             os.close(read)
-            _die_with_parent()
+            _die_with_parent(parent)
             _write_all(write, capture(state))
             code = 0
         finally:
@@ -306,10 +335,30 @@ def capture_aside(state: RunnerState) -> Capture:
     return Capture(pid=pid, fd=read)
 
 
-def _die_with_parent() -> None:
-    """Linux's PR_SET_PDEATHSIG: a service killed mid-checkpoint leaves no child pickling on."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
+def _load_prctl() -> Callable[..., int] | None:
+    """The C library's prctl, or None where there is none (not Linux)."""
+    try:
+        return ctypes.CDLL(None).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+#: looked up by the parent at import: a forked child does as little as it can (loading a
+#: library or looking up a symbol takes the dynamic loader's lock, which another thread
+#: of the parent's may have held at the fork: the child would wait for ever)
+_PRCTL: Final = _load_prctl()
+_PR_SET_PDEATHSIG: Final = 1
+
+
+def _die_with_parent(parent: int) -> None:
+    """Linux's PR_SET_PDEATHSIG: a service killed mid-checkpoint leaves no child pickling
+    on. It covers a parent that dies from now on, so a child whose ``parent`` is already
+    gone (it was re-parented) leaves at once."""
+    if _PRCTL is not None:
+        with contextlib.suppress(Exception):
+            _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def _write_all(fd: int, data: bytes) -> None:
