@@ -150,6 +150,11 @@ class ServiceRunner:
                         self.checkpoint_aside(offsets)
                     elif not committed:
                         self._checkpoint_due = None  # (the next committed batch is due again)
+                # let the other services of this process take their turn: on the in-memory
+                # bus nothing above waits while records are there, and one loop would read
+                # a fleet's whole starting state before the others began (what they share
+                # is kept until every one has read it)
+                await asyncio.sleep(0)
         finally:
             if self.snapshots is not None:
                 await self.snapshots.close()
