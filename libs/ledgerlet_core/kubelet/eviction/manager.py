@@ -17,12 +17,16 @@ from ledgerlet_core.contracts.decisions import RankingEntry
 from ledgerlet_core.kubelet.config import KubeletConfig
 from ledgerlet_core.kubelet.eviction.local_storage import LocalStorageEviction, local_storage_evictions
 from ledgerlet_core.kubelet.eviction.observations import (
+    LazyObservations,
     Observation,
+    SignalValue,
+    any_threshold_met,
     make_signal_observations,
     merge_thresholds,
     node_conditions,
     node_conditions_last_observed_at,
     node_conditions_observed_since,
+    signal_values,
     threshold_quantity,
     thresholds_first_observed_at,
     thresholds_met,
@@ -160,6 +164,46 @@ def condition_changes(before: Sequence[str], after: Sequence[str]) -> tuple[Cond
     return tuple(out)
 
 
+def _quiet(
+    state: EvictionState,
+    config: KubeletConfig,
+    cleanup_pending: Sequence[str],
+    local_storage_candidates: Sequence[Pod] | None,
+) -> bool:
+    """Whether a pass that meets no threshold provably decides nothing and changes
+    nothing but the observations it keeps: no threshold met or first observed last time,
+    no condition reported (so none can be within its transition period now: time only
+    moves on), no evicted pod being waited for, no pod to check against its own
+    local-storage limits."""
+    return (
+        not state.thresholds_met
+        and not state.first_observed
+        and not state.conditions
+        and not cleanup_pending
+        and (
+            not config.spec.local_storage_capacity_isolation
+            or (local_storage_candidates is not None and not local_storage_candidates)
+        )
+    )
+
+
+def _quiet_pass(state: EvictionState, values: Mapping[Signal, SignalValue], runtime: RuntimeView | None) -> PassResult:
+    """What :func:`synchronize` gives for a :func:`_quiet` state when no threshold is met:
+    nothing met, first observed or reported, the conditions' last-observed times as they
+    were, and this pass's observations kept (made only if a later pass reads them)."""
+    observations = LazyObservations(values)
+    return PassResult(
+        state=EvictionState(
+            conditions_last_observed=dict(state.conditions_last_observed), last_observations=observations
+        ),
+        observations=observations,
+        met=(),
+        grace_met=(),
+        condition_changes=(),
+        runtime=runtime,
+    )
+
+
 def grace_period_override(threshold: Threshold, pod: Pod, max_pod_grace_period: int) -> int:
     """Hard: 1 s. Soft: evictionMaxPodGracePeriod, or the pod's own grace if smaller."""
     if threshold.hard:
@@ -234,8 +278,13 @@ def synchronize(
     cleanup_pending: Sequence[str] = (),
     local_storage_candidates: Sequence[Pod] | None = None,
     pod_stats: Callable[[], Sequence[PodStats]] | None = None,
+    shortcut: bool = True,
 ) -> PassResult:
     """One pass: observe, update conditions, reclaim at node level, evict at most one pod.
+
+    ``shortcut``: a pass on a node with no pressure in its state and no threshold met now
+    is told apart on plain numbers and decides nothing (:func:`_quiet_pass`); False makes
+    every pass the whole one (tests hold the two to the same result).
 
     ``cleanup_pending`` are pods the last eviction killed that have not exited yet (for at
     most ``podCleanupTimeout``): upstream's loop waits for them (``waitForPodsCleanup``)
@@ -253,6 +302,10 @@ def synchronize(
         return loaded[0]
 
     thresholds = node_thresholds(config, layout)
+    if shortcut and _quiet(state, config, cleanup_pending, local_storage_candidates):
+        values = signal_values(summary)
+        if not any_threshold_met(thresholds, values):
+            return _quiet_pass(state, values, runtime)
     observations = make_signal_observations(summary)
     if cleanup_pending:
         return PassResult(

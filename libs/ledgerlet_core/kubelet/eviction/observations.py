@@ -9,12 +9,13 @@ makeMemoryAvailableSignalObservation`` (Linux).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ledgerlet_core.kubelet.eviction.signals import SIGNAL_TO_CONDITION, Signal
 from ledgerlet_core.kubelet.eviction.thresholds import Threshold
-from ledgerlet_core.model.quantity import Format, Quantity
+from ledgerlet_core.model.quantity import NANO, Format, Quantity
 from ledgerlet_core.model.summary import FsStats, Summary
 from ledgerlet_core.model.timefmt import time_key
 
@@ -36,39 +37,110 @@ def _count(value: int) -> Quantity:
     return Quantity.from_int(value, Format.DECIMAL_SI)
 
 
-def _fs_observations(fs: FsStats | None, available: Signal, inodes: Signal, out: dict[Signal, Observation]) -> None:
+#: a signal's inputs as the summary gives them: available, capacity, time, and whether
+#: they are bytes (else counts: inodes, pids)
+SignalValue = tuple[int, int, str | None, bool]
+
+
+def _fs_values(fs: FsStats | None, available: Signal, inodes: Signal, out: dict[Signal, SignalValue]) -> None:
     if fs is None:
         return
     if fs.available_bytes is not None and fs.capacity_bytes is not None:
-        out[available] = Observation(_bytes(fs.available_bytes), _bytes(fs.capacity_bytes), fs.time)
+        out[available] = (fs.available_bytes, fs.capacity_bytes, fs.time, True)
     if fs.inodes_free is not None and fs.inodes is not None:
-        out[inodes] = Observation(_count(fs.inodes_free), _count(fs.inodes), fs.time)
+        out[inodes] = (fs.inodes_free, fs.inodes, fs.time, False)
 
 
-def make_signal_observations(summary: Summary) -> dict[Signal, Observation]:
-    """One observation per signal whose inputs the summary carries (others are skipped)."""
-    out: dict[Signal, Observation] = {}
+def signal_values(summary: Summary) -> dict[Signal, SignalValue]:
+    """What :func:`make_signal_observations` makes its observations of, as plain numbers
+    (one per signal whose inputs the summary carries; others are skipped)."""
+    out: dict[Signal, SignalValue] = {}
     node = summary.node
     mem = node.memory
     if mem is not None and mem.available_bytes is not None and mem.working_set_bytes is not None:
-        out[Signal.MEMORY_AVAILABLE] = Observation(
-            _bytes(mem.available_bytes), _bytes(mem.available_bytes + mem.working_set_bytes), mem.time
+        out[Signal.MEMORY_AVAILABLE] = (
+            mem.available_bytes,
+            mem.available_bytes + mem.working_set_bytes,
+            mem.time,
+            True,
         )
     pods = summary.pods_container()
     if pods is not None and pods.memory is not None:
         pm = pods.memory
         if pm.available_bytes is not None and pm.working_set_bytes is not None:
-            out[Signal.ALLOCATABLE_MEMORY_AVAILABLE] = Observation(
-                _bytes(pm.available_bytes), _bytes(pm.available_bytes + pm.working_set_bytes), pm.time
+            out[Signal.ALLOCATABLE_MEMORY_AVAILABLE] = (
+                pm.available_bytes,
+                pm.available_bytes + pm.working_set_bytes,
+                pm.time,
+                True,
             )
-    _fs_observations(node.fs, Signal.NODEFS_AVAILABLE, Signal.NODEFS_INODES_FREE, out)
+    _fs_values(node.fs, Signal.NODEFS_AVAILABLE, Signal.NODEFS_INODES_FREE, out)
     if node.runtime is not None:
-        _fs_observations(node.runtime.image_fs, Signal.IMAGEFS_AVAILABLE, Signal.IMAGEFS_INODES_FREE, out)
-        _fs_observations(node.runtime.container_fs, Signal.CONTAINERFS_AVAILABLE, Signal.CONTAINERFS_INODES_FREE, out)
+        _fs_values(node.runtime.image_fs, Signal.IMAGEFS_AVAILABLE, Signal.IMAGEFS_INODES_FREE, out)
+        _fs_values(node.runtime.container_fs, Signal.CONTAINERFS_AVAILABLE, Signal.CONTAINERFS_INODES_FREE, out)
     rl = node.rlimit
     if rl is not None and rl.maxpid is not None and rl.curproc is not None:
-        out[Signal.PID_AVAILABLE] = Observation(_count(rl.maxpid - rl.curproc), _count(rl.maxpid), rl.time)
+        out[Signal.PID_AVAILABLE] = (rl.maxpid - rl.curproc, rl.maxpid, rl.time, False)
     return out
+
+
+def observations_of(values: Mapping[Signal, SignalValue]) -> dict[Signal, Observation]:
+    """The observations of :func:`signal_values`' numbers."""
+    return {
+        signal: Observation(_bytes(a), _bytes(c), time) if in_bytes else Observation(_count(a), _count(c), time)
+        for signal, (a, c, time, in_bytes) in values.items()
+    }
+
+
+def make_signal_observations(summary: Summary) -> dict[Signal, Observation]:
+    """``makeSignalObservations``: one observation per signal whose inputs the summary
+    carries (others are skipped)."""
+    return observations_of(signal_values(summary))
+
+
+def any_threshold_met(thresholds: Iterable[Threshold], values: Mapping[Signal, SignalValue]) -> bool:
+    """Whether ``thresholds_met(thresholds, make_signal_observations(...), with_min_reclaim=False)``
+    would be non-empty, on the plain numbers (no quantities made): a node far from every
+    threshold, the usual case, is told apart at the cost of a few comparisons."""
+    for t in thresholds:
+        v = values.get(t.signal)
+        if v is not None and t.value.level_nanos(v[1]) > v[0] * NANO:
+            return True
+    return False
+
+
+class LazyObservations(Mapping[Signal, Observation]):
+    """The observations of a pass that decided nothing, made only if a later pass reads
+    them (``thresholdsUpdatedStats`` compares their times once a threshold is met)."""
+
+    __slots__ = ("_made", "_values")
+
+    def __init__(self, values: Mapping[Signal, SignalValue]) -> None:
+        self._values = values
+        self._made: dict[Signal, Observation] | None = None
+
+    def _observations(self) -> dict[Signal, Observation]:
+        if self._made is None:
+            self._made = observations_of(self._values)
+        return self._made
+
+    def __getitem__(self, signal: Signal) -> Observation:
+        return self._observations()[signal]
+
+    def get(self, signal: Signal, default: Any = None) -> Any:  # (no Observation made for a signal not there)
+        return self._observations()[signal] if signal in self._values else default
+
+    def __contains__(self, signal: object) -> bool:
+        return signal in self._values
+
+    def __iter__(self) -> Iterator[Signal]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (LazyObservations, (dict(self._values),))
 
 
 def threshold_quantity(t: Threshold, obs: Observation, *, with_min_reclaim: bool) -> Quantity:

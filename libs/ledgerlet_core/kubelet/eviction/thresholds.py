@@ -20,7 +20,7 @@ from typing import Final
 
 from ledgerlet_core.kubelet.eviction.signals import SIGNAL_RANK, Signal, parse_signal
 from ledgerlet_core.model.duration import DurationError, parse_duration
-from ledgerlet_core.model.quantity import Quantity, QuantityError, parse_quantity
+from ledgerlet_core.model.quantity import NANO, Quantity, QuantityError, parse_quantity
 
 #: ``DefaultEvictionHard`` on Linux (imagefs.inodesFree since ~v1.30).
 DEFAULT_EVICTION_HARD: Final[dict[str, str]] = {
@@ -79,6 +79,12 @@ class ThresholdValue:
         if self.quantity is not None:
             return self.quantity
         return Quantity.bytes(int(float(capacity.value()) * self.percentage))
+
+    def level_nanos(self, capacity: int) -> int:
+        """``resolve(capacity)``'s value in nano-units, for a whole-number capacity."""
+        if self.quantity is not None:
+            return self.quantity.nanos
+        return int(float(capacity) * self.percentage) * NANO
 
     def same_value(self, other: ThresholdValue) -> bool:
         """``compareThresholdValue``: a quantity never equals a percentage."""
