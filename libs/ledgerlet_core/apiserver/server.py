@@ -133,7 +133,11 @@ class ApiServer:
 
     # -- quota usage ---------------------------------------------------------------------
     def charge(self, pod: Pod) -> None:
-        """What the pod holds, charged to every quota that matches it."""
+        """What the pod holds, charged to every quota that matches it (none: nothing to
+        work out, nothing to keep; a fleet's pods mostly meet no quota)."""
+        if not self.quotas:
+            self._charged.pop(pod.key, None)  # (as a charge to no quota would leave it)
+            return
         usage = pod_usage(pod)
         charged = []
         for key, q in self.quotas.items():
@@ -143,7 +147,10 @@ class ApiServer:
                 for k, v in mine.items():
                     used[k] = used.get(k, 0) + v
                 charged.append((key, mine))
-        self._charged[pod.key] = charged
+        if charged:
+            self._charged[pod.key] = charged
+        else:
+            self._charged.pop(pod.key, None)
 
     def release(self, key: str) -> None:
         """The pod holds nothing any more (gone, failed, or deleted before it was bound)."""

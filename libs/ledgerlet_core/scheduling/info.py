@@ -56,7 +56,7 @@ def _req(requests: dict[str, Quantity], name: str, default: int) -> int:
     return default if q is None else q.nanos
 
 
-def pod_info(pod: Pod) -> PodInfo:
+def _requests(pod: Pod) -> tuple[dict[str, int], int, int]:
     """``PodRequests`` with overhead (the Fit filter and quota), and the non-zero view scoring uses."""
     reqs = {k: q.nanos for k, q in pod_requests(pod).items() if q.nanos}
     # scoring's non-zero view: a container that does not set a cpu/memory request counts
@@ -66,6 +66,34 @@ def pod_info(pod: Pod) -> PodInfo:
     if pod.spec.overhead:
         cpu += pod.spec.overhead["cpu"].nanos if "cpu" in pod.spec.overhead else 0
         mem += pod.spec.overhead["memory"].nanos if "memory" in pod.spec.overhead else 0
+    return reqs, cpu, mem
+
+
+#: requests by the parts of a spec they follow from (a fleet's pods share their containers:
+#: ``Interner``), each with the parts it was worked out from
+_BY_PARTS: dict[tuple[int, ...], tuple[tuple[object, ...], tuple[dict[str, int], int, int]]] = {}
+_BY_PARTS_KEPT = 4096
+_NONE: tuple[()] = ()
+
+
+def _shared_requests(pod: Pod) -> tuple[dict[str, int], int, int]:
+    """:func:`_requests`, worked out once for pods made of the same parts (the dict is
+    shared: a :class:`PodInfo`'s requests are never changed in place)."""
+    spec = pod.spec
+    # (empty lists and maps are new objects in every pod: one stands for them all)
+    parts = (spec.containers, spec.init_containers or _NONE, spec.overhead or _NONE, spec.resources)
+    key = tuple(map(id, parts))
+    found = _BY_PARTS.get(key)
+    if found is None or any(a is not b for a, b in zip(found[0], parts, strict=True)):
+        if len(_BY_PARTS) >= _BY_PARTS_KEPT:
+            _BY_PARTS.clear()
+        found = _BY_PARTS[key] = (parts, _requests(pod))
+    return found[1]
+
+
+def pod_info(pod: Pod) -> PodInfo:
+    """A pod as the scheduler sees it (see :func:`_requests` for what it asks for)."""
+    reqs, cpu, mem = _shared_requests(pod)
     tgps = pod.spec.termination_grace_period_seconds
     return PodInfo(
         key=pod.key,
