@@ -143,7 +143,7 @@ class EventStore:
         self.dsn = dsn
         self.dialect = engine.dialect.name
         self._lock = asyncio.Lock()
-        #: the version of each stream this store last wrote (PostgreSQL's fast append)
+        #: the version of each stream this store last wrote (the fast appends)
         self._stream_versions: OrderedDict[str, int] = OrderedDict()
         self._byte_ordered: bool | None = None
 
@@ -224,9 +224,21 @@ class EventStore:
             return 0
         if self.dialect == "postgresql":
             return await self._append_batch_copy(envelopes)
+        try:
+            return await self._insert_batch(envelopes, careful=False)
+        except sa.exc.IntegrityError:
+            self._stream_versions.clear()
+            return await self._insert_batch(envelopes, careful=True)
+
+    async def _insert_batch(self, envelopes: Sequence[Envelope], *, careful: bool) -> int:
+        """SQLite, the embedded recorder's hot path: optimistically first, as PostgreSQL's
+        COPY (:meth:`_append_batch_copy`): stored ids are not looked up and stream versions
+        come from what this store wrote last; the unique constraints catch a redelivered
+        event or a stream another writer moved on, and then the batch is appended again
+        with everything looked up (``careful``)."""
+        known = self._stream_versions
         async with self._transaction() as conn:
-            existing = await self._existing(conn, [e.id for e in envelopes])
-            seen: set[str] = set(existing)
+            seen: set[str] = set(await self._existing(conn, [e.id for e in envelopes])) if careful else set()
             fresh: list[Envelope] = []
             for e in envelopes:
                 if e.id not in seen:
@@ -235,7 +247,11 @@ class EventStore:
             if not fresh:
                 return 0
             sids = [stream_id(e.run, e.stream) for e in fresh]
-            versions = await self._versions(conn, sorted(set(sids)))
+            streams = set(sids)
+            versions = {} if careful else {sid: known[sid] for sid in streams if sid in known}
+            unknown = sorted(streams - versions.keys())
+            if unknown:
+                versions.update(await self._versions(conn, unknown))
             rows = []
             for e, sid in zip(fresh, sids, strict=True):
                 v = versions.get(sid, 0) + 1
@@ -243,7 +259,11 @@ class EventStore:
                 rows.append(_row(e, sid, v))
             await conn.execute(events.insert(), rows)
             await self._index_members(conn, [e for e in fresh if e.type == BATCH])
-            return len(rows)
+        # committed: remember where the streams are
+        known.update(versions)
+        while len(known) > _STREAM_VERSIONS_KEPT:
+            known.popitem(last=False)
+        return len(rows)
 
     async def _append_batch_copy(self, envelopes: Sequence[Envelope]) -> int:
         """PostgreSQL, the recorder's hot path: COPY, several times faster than INSERT.

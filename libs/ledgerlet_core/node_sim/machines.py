@@ -110,6 +110,15 @@ class Machines:
         self.nodes: dict[str, _Node] = {}
         self.pod_node: dict[str, str] = {}
         self.pod_usage: dict[str, PodUsage] = {}
+        #: the clock time of the last instant observed, as observations print it (every
+        #: node observed at one tick prints the same)
+        self._clock: tuple[datetime, int, str] | None = None
+
+    def _clock_text(self, t: int) -> str:
+        start = self.start()
+        if self._clock is None or self._clock[0] != start or self._clock[1] != t:
+            self._clock = (start, t, format_rfc3339(start, t))
+        return self._clock[2]
 
     def node_applied(self, node: Node, config: KubeletConfig) -> None:
         name = node.metadata.name
@@ -467,7 +476,7 @@ class Machines:
             node=node_stats(
                 name,
                 t,
-                format_rfc3339(self.start(), t),
+                self._clock_text(t),
                 node.usage,
                 node.capacity,
                 node.layout,
