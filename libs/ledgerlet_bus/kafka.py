@@ -199,7 +199,12 @@ class KafkaBus:
         """Each partition's high watermark, read from a Fetch response (see module doc).
 
         The fetch asks from the end seen last time (ListOffsets the first time), so a
-        partition at its end answers with no records, only its high watermark."""
+        partition at its end answers with no records, only its high watermark.
+
+        Raises :class:`KafkaError` (the broker is away: callers wait and ask again) when
+        the broker gave no end for some partition (an error, or no answer): taking the end
+        seen before, or leaving the partition out, would count a group that has not
+        handled what was written since as caught up, and the clock would move on."""
         by_leader: dict[int, list[TP]] = defaultdict(list)
         for tp in tps:
             leader = self.client.cluster.leader_for_partition(TopicPartition(self.physical(tp[0]), tp[1]))
@@ -219,6 +224,10 @@ class KafkaBus:
                 found.update((await self._high_watermarks(leader, listed))[0])
             ends.update(found)
         self._ends.update(ends)
+        missing = [tp for tp in tps if tp not in ends]
+        if missing:
+            await self.client.force_metadata_update()  # (a leader that moved)
+            raise KafkaError(f"no end offset from the broker for {missing}")
         return ends
 
     async def _list_offsets(self, leader: int, tps: Sequence[TP]) -> dict[TP, int]:
@@ -258,9 +267,7 @@ class KafkaBus:
                         del want[tp]
                     elif not part[1]:
                         ends[tp] = max(part[2], want.pop(tp))
-        for tp, offset in want.items():  # never answered: the start is what we have
-            ends[tp] = offset
-        return ends, out_of_range
+        return ends, out_of_range  # (what is still wanted has no known end)
 
     async def committed(self, group: str, tps: Sequence[TP]) -> dict[TP, int]:
         """The group's committed offsets (0 where it has none)."""
