@@ -51,8 +51,10 @@ MEMORY = st.one_of(
 DISK = st.one_of(
     st.sampled_from([5 * Gi, 10 * Gi, 12 * Gi, 15 * Gi, 20 * Gi, 30 * Gi, 80 * Gi]), st.integers(0, 100 * Gi)
 )
-#: one pass: memory available, disk available (of 100 Gi), and whether its stats are new
-PASS = st.tuples(MEMORY, DISK, st.booleans())
+#: the node's transition period at a pass (its configuration may change between passes)
+PERIOD = st.sampled_from([None, "0s", "15s", "40s", "5m"])
+#: one pass: memory available, disk available (of 100 Gi), whether its stats are new, its period
+PASS = st.tuples(MEMORY, DISK, st.booleans(), PERIOD)
 
 
 def _plain(result: PassResult) -> tuple[Any, ...]:
@@ -66,9 +68,11 @@ def _plain(result: PassResult) -> tuple[Any, ...]:
 @given(config=st.sampled_from(CONFIGS), passes=st.lists(PASS, min_size=1, max_size=12))
 def test_the_shortcut_gives_what_the_whole_pass_gives(config: dict[str, Any], passes: list[Any]) -> None:
     pods, stats = pressure_pods()
-    kubelet = resolve_kubelet_config(config)
     states = {True: EvictionState(), False: EvictionState()}
-    for i, (mem, disk, fresh) in enumerate(passes):
+    for i, (mem, disk, fresh, period) in enumerate(passes):
+        kubelet = resolve_kubelet_config(
+            config if period is None else {**config, "evictionPressureTransitionPeriod": period}
+        )
         time = f"2026-01-01T00:{i if fresh else 0:02d}:00Z"
         s = summary(mem_available=mem, mem_ws=8 * Gi - mem, fs_available=disk, pods=stats, time=time)
         results = {

@@ -465,8 +465,8 @@ class SharedEnvelopes:
         loops: Mapping[str, int] | None = None,
         recorders: int = 1,
         *,
-        kept_bytes: int = 512 << 20,
-        kept_members: int = 1 << 20,
+        kept_bytes: int = 256 << 20,
+        kept_members: int = 1 << 18,
     ) -> None:
         self._readers = {t: n + recorders for t, n in (loops or {}).items()}
         self._expanders = dict(loops or {})

@@ -167,18 +167,22 @@ def condition_changes(before: Sequence[str], after: Sequence[str]) -> tuple[Cond
 def _quiet(
     state: EvictionState,
     config: KubeletConfig,
+    now: int,
     cleanup_pending: Sequence[str],
     local_storage_candidates: Sequence[Pod] | None,
 ) -> bool:
     """Whether a pass that meets no threshold provably decides nothing and changes
     nothing but the observations it keeps: no threshold met or first observed last time,
-    no condition reported (so none can be within its transition period now: time only
-    moves on), no evicted pod being waited for, no pod to check against its own
-    local-storage limits."""
+    no condition reported last time nor within its transition period now (the node's
+    configuration may have changed it since), no evicted pod being waited for, no pod to
+    check against its own local-storage limits."""
     return (
         not state.thresholds_met
         and not state.first_observed
         and not state.conditions
+        and not node_conditions_observed_since(
+            state.conditions_last_observed, config.eviction_pressure_transition_period, now
+        )
         and not cleanup_pending
         and (
             not config.spec.local_storage_capacity_isolation
@@ -302,7 +306,7 @@ def synchronize(
         return loaded[0]
 
     thresholds = node_thresholds(config, layout)
-    if shortcut and _quiet(state, config, cleanup_pending, local_storage_candidates):
+    if shortcut and _quiet(state, config, now, cleanup_pending, local_storage_candidates):
         values = signal_values(summary)
         if not any_threshold_met(thresholds, values):
             return _quiet_pass(state, values, runtime)
