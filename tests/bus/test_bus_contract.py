@@ -11,23 +11,13 @@ from ledgerlet_bus.api import Bus, BusTimeout, Record, TopicSpec
 from ledgerlet_bus.memory import MemoryBus
 from ledgerlet_bus.partitioner import murmur2, partition_for
 from ledgerlet_bus.retry import Stopped, with_backoff
+from tests.support.buses import either_bus
 
 
 @pytest.fixture(params=["memory", "kafka"])
 async def bus(request: pytest.FixtureRequest) -> AsyncIterator[Bus]:
-    b: Bus
-    if request.param == "kafka":
-        from ledgerlet_bus.kafka import KafkaBus
-
-        b = KafkaBus(request.getfixturevalue("kafka_bootstrap"), namespace=request.getfixturevalue("kafka_namespace"))
-    else:
-        b = MemoryBus(retain=True)  # Kafka keeps what was read; history() needs it
-    await b.start()
-    await b.create_topics([TopicSpec("t", 4), TopicSpec("u", 1)])
-    try:
+    async with either_bus(request, [TopicSpec("t", 4), TopicSpec("u", 1)]) as b:
         yield b
-    finally:
-        await b.close()
 
 
 async def drain(consumer: object, want: int, timeout: float = 5.0) -> list[Record]:

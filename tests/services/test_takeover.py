@@ -19,23 +19,13 @@ from ledgerlet_services.runtime.shell import ServiceRunner, next_offsets
 from ledgerlet_services.runtime.topics import topic_specs
 from tests.bus.test_bus_contract import drain
 from tests.services.test_snapshots import _serve, _steps, emitted, recorded
+from tests.support.buses import either_bus
 
 
 @pytest.fixture(params=["memory", "kafka"])
 async def bus(request: pytest.FixtureRequest) -> AsyncIterator[Bus]:
-    b: Bus
-    if request.param == "kafka":
-        from ledgerlet_bus.kafka import KafkaBus
-
-        b = KafkaBus(request.getfixturevalue("kafka_bootstrap"), namespace=request.getfixturevalue("kafka_namespace"))
-    else:
-        b = MemoryBus(retain=True)
-    await b.start()
-    await b.create_topics(topic_specs(2))
-    try:
+    async with either_bus(request, topic_specs(2)) as b:
         yield b
-    finally:
-        await b.close()
 
 
 def _flat(steps: list[list[Record]]) -> list[Record]:
