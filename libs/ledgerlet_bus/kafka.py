@@ -50,6 +50,8 @@ DEFAULT_FETCH_WAIT_MS = 20
 _LATEST = -1
 _OFFSET_OUT_OF_RANGE = 1
 _AWAY = (KafkaError, OSError, asyncio.TimeoutError)
+#: how long :meth:`KafkaBus.lag` asks again while the broker is away before it gives up (s)
+LAG_PATIENCE = 120.0
 _TOPIC_EXISTS = 36
 
 
@@ -91,6 +93,7 @@ class KafkaBus:
         self.namespace = namespace
         self.client_id = client_id
         self.fetch_wait_ms = fetch_wait_ms
+        self.lag_patience = LAG_PATIENCE
         self.linger_ms = linger_ms
         #: static group membership: a restarted member takes its old place at once
         self.group_instance = group_instance
@@ -296,8 +299,14 @@ class KafkaBus:
         raise NotCoordinatorForGroupError(f"no coordinator for group {name}")
 
     async def lag(self, groups: Mapping[str, Sequence[str]]) -> int:
-        by_group, _ends = await self.lag_by_group(groups)
-        return sum(by_group.values())
+        """(a broker that is away, or gives no end for a partition, is asked again for up
+        to ``lag_patience`` seconds: a lag is never guessed)"""
+
+        async def attempt() -> int:
+            by_group, _ends = await self.lag_by_group(groups)
+            return sum(by_group.values())
+
+        return await with_backoff("measuring lag", attempt, retry_on=_AWAY, deadline=self.lag_patience)
 
     async def lag_by_group(self, groups: Mapping[str, Sequence[str]]) -> tuple[dict[str, int], dict[TP, int]]:
         """Each group's uncommitted records, and the end offsets they were measured against."""

@@ -9,6 +9,7 @@ group still has records to handle. The bus must say the broker did not answer in
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import Any
@@ -61,8 +62,16 @@ async def test_a_partition_without_an_end_is_never_taken_as_caught_up(bus: Kafka
     producer = bus.producer()
     await producer.send("u", b"tick", key=b"clock")
     await producer.flush()
+    send = bus.client.send
     answer_fetches(bus, how)  # (nobody has handled the tick)
     with pytest.raises(BusTimeout):
         await bus.wait_idle(groups, timeout=0.5)  # never idle while "g" has a record to handle
+    bus.lag_patience = 0.5
     with pytest.raises(KafkaError):
         await bus.lag(groups)  # not 0: the end is unknown, not where it was last seen
+    bus.lag_patience = 30.0
+    asking = asyncio.create_task(bus.lag(groups))  # asked again while the broker gives no end...
+    await asyncio.sleep(0.3)
+    assert not asking.done()
+    bus.client.send = send  # type: ignore[method-assign]
+    assert await asking == 1  # ... until it does
