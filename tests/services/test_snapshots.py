@@ -31,7 +31,14 @@ from ledgerlet_services.runtime import snapshots as snapshots_module
 from ledgerlet_services.runtime.catalog import CONTROL_LOOPS
 from ledgerlet_services.runtime.embedded import run_embedded
 from ledgerlet_services.runtime.shell import ServiceRunner
-from ledgerlet_services.runtime.snapshots import Snapshots, capture, capture_aside, restore, state_version
+from ledgerlet_services.runtime.snapshots import (
+    Snapshots,
+    capture,
+    capture_aside,
+    resident_bytes,
+    restore,
+    state_version,
+)
 from ledgerlet_store.snapshots import StoredSnapshot
 from ledgerlet_store.store import EventStore
 from tests.conftest import EXAMPLES
@@ -346,6 +353,30 @@ def test_checkpoints_never_take_more_than_a_tenth_of_the_handling_time() -> None
     snaps._records, snaps._seconds = 0, 0.0
     assert not snaps.count(1_000, 19.0)  # due by records, but only 19 s of handling since
     assert snaps.count(1, 1.0)  # 20 s: a tenth of it is the two seconds
+
+
+def test_a_grown_process_expects_a_longer_checkpoint() -> None:
+    """A fleet's first checkpoint is taken early in its starting state; the next one
+    pickles what the process has grown to, so it waits for proportionally more handling."""
+    size = [100 << 20]
+    snaps = Snapshots(_Failing(), "k", every_records=10, every_seconds=1e9, size=lambda: size[0])
+    snaps.stats.last_seconds, snaps.stats.last_size = 6.0, 100 << 20  # 6 s at 100 MiB
+    assert snaps.count(10, 60.0)  # not grown: 60 s of handling pays for 6 s
+    snaps._records, snaps._seconds = 0, 0.0
+    size[0] = 1000 << 20  # ten times larger: a checkpoint is expected to take 60 s
+    assert snaps.expected_seconds() == 60.0
+    assert not snaps.count(1_000, 599.0)
+    assert snaps.count(1, 1.0)
+    size[0] = 50 << 20  # a smaller process never expects less than the last one took
+    assert snaps.expected_seconds() == 6.0
+
+
+def test_resident_bytes_measures_this_process() -> None:
+    before = resident_bytes()
+    block = bytearray(64 << 20)
+    block[::4096] = b"x" * len(block[::4096])  # touch every page
+    assert resident_bytes() - before >= 60 << 20
+    del block
 
 
 async def test_a_checkpoint_is_pickled_by_a_child_while_the_service_goes_on(
