@@ -16,6 +16,7 @@ import errno
 import logging
 import os
 import signal
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -369,6 +370,19 @@ def test_a_grown_process_expects_a_longer_checkpoint() -> None:
     assert snaps.count(1, 1.0)
     size[0] = 50 << 20  # a smaller process never expects less than the last one took
     assert snaps.expected_seconds() == 6.0
+
+
+async def test_a_checkpoint_under_way_counts_as_costing_what_it_took_so_far() -> None:
+    """Its cost is not known until it is stored: a service whose first checkpoint has
+    been pickling for 100 s does not queue a second to start the moment it ends."""
+    snaps = Snapshots(_Failing(), "k", every_records=1, every_seconds=1e9)
+    under_way = asyncio.get_running_loop().create_future()
+    snaps._pending = asyncio.ensure_future(under_way)
+    snaps._began = time.perf_counter() - 100.0
+    assert snaps.saving and not snaps.count(1_000_000, 990.0)
+    assert snaps.count(1, 20.0)  # 1,010 s of handling: a tenth of it pays for 101 s
+    under_way.set_result(None)
+    await asyncio.sleep(0)
 
 
 def test_resident_bytes_measures_this_process() -> None:

@@ -146,6 +146,7 @@ class Snapshots:
         self._records = 0
         self._seconds = 0.0
         self._pending: asyncio.Task[None] | None = None
+        self._began = 0.0
         #: records folded into the state since the group's first (carried in each snapshot)
         self.folded = 0
 
@@ -164,7 +165,10 @@ class Snapshots:
             return False
         if self._records < self.every_records and self._seconds < self.every_seconds:
             return False
-        return self._seconds * self.max_share >= self.expected_seconds()
+        expected = self.expected_seconds()
+        if self.saving:  # one under way has cost at least this much so far
+            expected = max(expected, time.perf_counter() - self._began)
+        return self._seconds * self.max_share >= expected
 
     def expected_seconds(self) -> float:
         """What the next checkpoint is expected to take: the last one's time, times the
@@ -225,7 +229,7 @@ class Snapshots:
         if self.saving:
             return False
         self._records, self._seconds = 0, 0.0
-        began = time.perf_counter()
+        began = self._began = time.perf_counter()
         size = self.size()
         try:
             capture = capture_aside(state)
