@@ -34,6 +34,7 @@ from ledgerlet_services.runtime.embedded import run_embedded
 from ledgerlet_services.runtime.shell import ServiceRunner
 from ledgerlet_services.runtime.snapshots import (
     Snapshots,
+    available_bytes,
     capture,
     capture_aside,
     resident_bytes,
@@ -463,6 +464,31 @@ async def test_a_checkpoint_whose_fork_fails_leaks_nothing_and_waits_for_the_nex
         runner.stop()
         await task
     assert _open_fds() == fds
+
+
+def test_no_checkpoint_starts_without_memory_for_a_copy_of_the_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pickling in a forked child may copy every page of the parent (reference counts are
+    written): with less memory available than the process holds, none is forked."""
+    forks: list[int] = []
+
+    def fork() -> int:
+        forks.append(1)
+        raise OSError(errno.ENOMEM, "not expected")
+
+    monkeypatch.setattr(os, "fork", fork)
+    state = ServiceRunner(MemoryBus(), CONTROL_LOOPS[0]).state()
+    free = [100 << 20]
+    snaps = Snapshots(_Failing(), "k", size=lambda: 400 << 20, available=lambda: free[0])
+    assert not snaps.begin(state, {})
+    assert forks == [] and snaps.stats.failed == 1 and not snaps.saving
+    free[0] = 500 << 20  # room for a whole copy: it forks
+    assert not snaps.begin(state, {})
+    assert forks == [1] and snaps.stats.failed == 2
+
+
+def test_available_bytes_reads_the_machine() -> None:
+    free = available_bytes()
+    assert free is None or 0 < free <= os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
 
 
 class _Away:

@@ -134,9 +134,11 @@ class Snapshots:
         max_share: float = MAX_SHARE,
         load_patience: float = DEFAULT_LOAD_PATIENCE,
         size: Callable[[], int] | None = None,
+        available: Callable[[], int | None] | None = None,
     ) -> None:
         self.store = store
         self.size = size if size is not None else resident_bytes
+        self.available = available if available is not None else available_bytes
         self.max_share = max_share
         self.key = key
         self.every_records = every_records
@@ -231,6 +233,17 @@ class Snapshots:
         self._records, self._seconds = 0, 0.0
         began = self._began = time.perf_counter()
         size = self.size()
+        free = self.available()
+        if free is not None and free < size:
+            self.stats.failed += 1
+            log.warning(
+                "%s: snapshot not started: the machine has %d MiB available, and the child that pickles"
+                " the state may come to copy all of this process's %d MiB; the next interval tries again",
+                self.key,
+                free >> 20,
+                size >> 20,
+            )
+            return False
         try:
             capture = capture_aside(state)
         except OSError as exc:
@@ -307,6 +320,21 @@ def resident_bytes() -> int:
             return int(f.read().split()[1]) * _PAGE_SIZE
     except (OSError, ValueError, IndexError):
         return 0
+
+
+def available_bytes() -> int | None:
+    """What the machine can give without swapping (Linux's MemAvailable), or None where
+    it cannot be read. A forked child shares its parent's pages until either writes to
+    them, and pickling writes to every object's reference count: the child may come to
+    copy nearly all of its parent (Redis's BGSAVE has the same caveat)."""
+    try:
+        with open("/proc/meminfo", "rb") as f:
+            for line in f:
+                if line.startswith(b"MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 _PAGE_SIZE: Final = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
