@@ -20,8 +20,11 @@ run: $(STAMP)
 	$(BIN)/ledgerlet run examples/memory-pressure.yaml --decisions $(OUT)/memory-pressure.jsonl --store sqlite:///$(OUT)/ledgerlet.db
 
 ## test: lint, format, types, import contracts, schema drift, then the test suite
+## (in TEST_WORKERS processes, each test file whole in one: its module fixtures, such as
+## the compose stack, are made once; 2 fits this project's 2-core machine)
+TEST_WORKERS ?= 2
 test: lint typecheck imports contracts browser
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 ## golden: write the frozen decision logs (tests/golden) again, after a change meant to alter decisions
 golden: $(STAMP)

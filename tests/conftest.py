@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -97,3 +98,32 @@ def kafka_bootstrap() -> Iterator[str]:
 def kafka_namespace() -> str:
     """Topic and group names of one test, so tests sharing a broker do not see each other."""
     return f"t{uuid.uuid4().hex[:10]}"
+
+
+# -- the compose test's figures, printed at the end of the run -------------------------
+# Its fixture records them in the process that ran it: under pytest-xdist a worker, whose
+# figures reach the controller (which prints the summary) through ``workeroutput``.
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:
+        from tests.compose.stack import FIGURES
+
+        workeroutput["compose_figures"] = json.dumps(FIGURES)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: object, error: object) -> None:
+    from tests.compose.stack import FIGURES
+
+    FIGURES.update(json.loads(getattr(node, "workeroutput", {}).get("compose_figures", "{}")))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    from tests.compose.stack import FIGURES
+
+    if FIGURES:
+        terminalreporter.section("compose stack figures")
+        for name, value in FIGURES.items():
+            terminalreporter.write_line(f"{name}: {value}")

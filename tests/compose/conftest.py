@@ -48,10 +48,3 @@ def compose_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ComposeS
             engine.stop()
             FIGURES["compose test, in all"] = f"{time.monotonic() - timer.started:.1f} s"
             (work / "figures.json").write_text(json.dumps(FIGURES, indent=1))
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    if FIGURES:
-        terminalreporter.section("compose stack figures")
-        for name, value in FIGURES.items():
-            terminalreporter.write_line(f"{name}: {value}")
