@@ -50,6 +50,7 @@ class Driver:
         groups: Mapping[str, Sequence[str]],
         followers: Mapping[str, Sequence[str]] | None = None,
         max_follower_lag: int = 20_000,
+        max_backlog_bytes: int | None = None,
         progress: Callable[[int], None] | None = None,
         idle_timeout: float = 120.0,
         telemetry: Telemetry | None = None,
@@ -67,6 +68,11 @@ class Driver:
         self.groups = groups
         self.followers = followers or {}
         self.max_follower_lag = max_follower_lag
+        #: an instant's inputs are published this many bytes at a time, each once every
+        #: group (followers too) has read the ones before; None: all at once. A bus that
+        #: holds what it carries in memory sets it, or a fleet's starting state would be
+        #: there whole, encoded, before the first service read any of it
+        self.max_backlog_bytes = max_backlog_bytes
         self.progress = progress
         self.idle_timeout = idle_timeout
         self.telemetry = telemetry or Telemetry.disabled()
@@ -127,15 +133,18 @@ class Driver:
 
     async def _publish_inputs(self, now: int, producer: Producer) -> int:
         """Publish the inputs of ``now``, letting each go once sent (the bus has it)."""
-        published = 0
+        published = backlog = 0
         while self.feed and self.feed[0].t == now:
             env = self.feed.popleft()
+            value = encode_envelope(env)
+            if self.max_backlog_bytes is not None and backlog and backlog + len(value) > self.max_backlog_bytes:
+                await producer.flush()
+                await self.bus.wait_idle({**self.groups, **self.followers}, timeout=self.idle_timeout)
+                backlog = 0
             await producer.send(
-                INPUTS,
-                encode_envelope(env),
-                key=(env.node or "cluster").encode(),
-                headers=self.telemetry.publishing("driver", env),
+                INPUTS, value, key=(env.node or "cluster").encode(), headers=self.telemetry.publishing("driver", env)
             )
+            backlog += len(value)
             published += 1
         if published:
             await producer.flush()

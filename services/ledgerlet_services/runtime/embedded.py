@@ -45,6 +45,10 @@ MAX_RECORDER_LAG = 5_000
 #: kept that long, not for the whole fleet
 FETCH_MAX_BYTES = 4 << 20
 
+#: how much of an instant's inputs the driver puts on the in-memory bus before it waits
+#: for every group to have read them (a 5,000-node fleet's starting state is ~1.3 GB encoded)
+MAX_BACKLOG_BYTES = 32 << 20
+
 
 class ServiceFailed(RuntimeError):
     """A service stopped with an error during the run."""
@@ -168,6 +172,7 @@ async def run_feed(
         # the recorder may trail the loops, but the bus keeps what it has not stored: bounded
         followers={recorder.group: list(ALL_TOPICS)},
         max_follower_lag=MAX_RECORDER_LAG,
+        max_backlog_bytes=MAX_BACKLOG_BYTES,
         progress=progress,
         telemetry=telemetry,
         idle_timeout=idle_timeout,

@@ -1,0 +1,64 @@
+"""The driver puts an instant's inputs on the in-memory bus a bounded amount at a time: a
+fleet's starting state is never on the bus whole, and what is decided does not change."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from ledgerlet_bus.api import Record
+from ledgerlet_bus.memory import MemoryBus
+from ledgerlet_core.contracts.decision_log import encode_records, to_records
+from ledgerlet_core.scenario.load import load_scenario
+from ledgerlet_services.runtime import embedded
+from ledgerlet_services.runtime.embedded import FETCH_MAX_BYTES, run_embedded
+from ledgerlet_services.runtime.topics import INPUTS
+from ledgerlet_store.store import EventStore
+from tests.golden.cases import cases, golden_path
+
+CASE = "bench-eviction-fleet"  # 8 nodes x 12 bound pods, observed for 40 minutes
+
+
+class _Watched(MemoryBus):
+    """Notes the most input bytes it ever held at once (records not yet read by all)."""
+
+    def __init__(self) -> None:
+        super().__init__(fetch_max_bytes=FETCH_MAX_BYTES)
+        self.most_held = 0
+        self.largest = 0
+
+    def append(self, topic: str, value: bytes, key: bytes | None, headers: Sequence[tuple[str, bytes]]) -> Record:
+        rec = super().append(topic, value, key, headers)
+        if topic == INPUTS:
+            self.largest = max(self.largest, len(value))
+            held = sum(len(r.value) for part in self._partitions(INPUTS) for r in part.records)
+            self.most_held = max(self.most_held, held)
+        return rec
+
+
+async def _run(tmp_path: Path, name: str) -> tuple[bytes, _Watched]:
+    text, source = cases()[CASE]()
+    scenario = load_scenario(text, source)
+    bus = _Watched()
+    store = await EventStore.open(f"sqlite:///{tmp_path / f'{name}.db'}")
+    try:
+        result = await run_embedded(scenario, store, run="golden", bus=bus)
+    finally:
+        await store.close()
+    return encode_records(to_records([d.envelope for d in result.decisions], scenario.start)), bus
+
+
+async def test_an_instants_inputs_are_published_a_bounded_amount_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(embedded, "MAX_BACKLOG_BYTES", None)
+    whole_log, whole = await _run(tmp_path, "whole")
+    bound = 4096
+    monkeypatch.setattr(embedded, "MAX_BACKLOG_BYTES", bound)
+    bounded_log, bounded = await _run(tmp_path, "bounded")
+
+    assert whole.most_held > 4 * (bound + whole.largest)  # all at once, the bus held it whole
+    assert bounded.most_held <= bound + bounded.largest  # a record may take it past the bound
+    assert bounded_log == whole_log == golden_path(CASE).read_bytes()
