@@ -34,12 +34,14 @@ from ledgerlet_services.runtime.embedded import run_embedded
 from ledgerlet_services.runtime.shell import ServiceRunner
 from ledgerlet_services.runtime.snapshots import (
     Snapshots,
+    _cgroup_available,
     available_bytes,
     capture,
     capture_aside,
     resident_bytes,
     restore,
     state_version,
+    take_host_slot,
 )
 from ledgerlet_store.snapshots import StoredSnapshot
 from ledgerlet_store.store import EventStore
@@ -416,10 +418,12 @@ async def test_a_checkpoint_is_pickled_by_a_child_while_the_service_goes_on(
     assert rec.run in restore(saved.state).instances  # the run as it was at the checkpoint
 
     aside = capture_aside(runner.state())
-    assert aside.pid > 0 and aside.fd >= 0
+    assert aside.pid > 0 and aside.fd >= 0 and aside.cpu_seconds is None
     blob = await aside.result()
     assert restore(blob).ended == runner.state().ended
     assert aside.pid == 0 and aside.fd == -1  # the child reaped, its pipe closed
+    # its cost is the child's CPU time: the parent's time waiting meanwhile is not counted
+    assert aside.cpu_seconds is not None and 0.0 <= aside.cpu_seconds < 5.0
 
 
 def _open_fds() -> set[str]:
@@ -480,10 +484,39 @@ def test_no_checkpoint_starts_without_memory_for_a_copy_of_the_process(monkeypat
     free = [100 << 20]
     snaps = Snapshots(_Failing(), "k", size=lambda: 400 << 20, available=lambda: free[0])
     assert not snaps.begin(state, {})
-    assert forks == [] and snaps.stats.failed == 1 and not snaps.saving
+    assert forks == [] and snaps.stats.refused == 1 and not snaps.saving
     free[0] = 500 << 20  # room for a whole copy: it forks
     assert not snaps.begin(state, {})
-    assert forks == [1] and snaps.stats.failed == 2
+    assert forks == [1] and snaps.stats.failed == 1 and snaps.stats.refused == 1
+
+
+async def test_services_of_one_machine_checkpoint_in_turn(sqlite_store: EventStore, tmp_path: Path) -> None:
+    """One pickling child at a time on a machine: a checkpoint due while another service's
+    child holds the slot waits (and is tried again when the service is idle); the slot is
+    free again once the child is done."""
+    slot = tmp_path / "snapshot.lock"
+    state = ServiceRunner(MemoryBus(), CONTROL_LOOPS[0]).state()
+    snaps = Snapshots(sqlite_store, "k", host_slot=slot)
+    other = take_host_slot(slot)  # another service's child is pickling
+    assert other is not None
+    try:
+        assert not snaps.begin(state, {}) and snaps.waiting_for_host and not snaps.saving
+    finally:
+        os.close(other)
+    assert snaps.begin(state, {}) and not snaps.waiting_for_host
+    await snaps.wait()
+    assert snaps.stats.taken == 1
+    free = take_host_slot(slot)  # the child has exited: its copy of the lock went with it
+    assert free is not None
+    os.close(free)
+
+
+def test_a_containers_memory_limit_counts(tmp_path: Path) -> None:
+    (tmp_path / "memory.max").write_text("1073741824\n")
+    (tmp_path / "memory.current").write_text("805306368\n")
+    assert _cgroup_available(tmp_path) == 256 << 20
+    (tmp_path / "memory.max").write_text("max\n")
+    assert _cgroup_available(tmp_path) is None
 
 
 def test_available_bytes_reads_the_machine() -> None:

@@ -30,7 +30,7 @@ from ledgerlet_services.runtime.lease import Lease
 from ledgerlet_services.runtime.recorder import NAME as RECORDER
 from ledgerlet_services.runtime.recorder import RecorderRunner
 from ledgerlet_services.runtime.shell import ServiceRunner
-from ledgerlet_services.runtime.snapshots import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS, Snapshots
+from ledgerlet_services.runtime.snapshots import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS, HOST_SLOT, Snapshots
 from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_services.runtime.topics import topic_specs
 from ledgerlet_store.dsn import is_postgres
@@ -110,7 +110,9 @@ async def serve(
             snapshots = None
             if current_store is not None and every.records > 0:
                 key = bus.physical(kind.name)
-                snapshots = Snapshots(current_store, key, every_records=every.records, every_seconds=every.seconds)
+                snapshots = Snapshots(
+                    current_store, key, every_records=every.records, every_seconds=every.seconds, host_slot=HOST_SLOT
+                )
             return ServiceRunner(bus, kind, telemetry=telemetry, snapshots=snapshots)
 
         held = Lease(store_dsn, bus.physical(name)) if lease and store_dsn and is_postgres(store_dsn) else None

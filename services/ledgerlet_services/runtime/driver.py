@@ -71,7 +71,8 @@ class Driver:
         #: an instant's inputs are published this many bytes at a time, each once every
         #: group (followers too) has read the ones before; None: all at once. A bus that
         #: holds what it carries in memory sets it, or a fleet's starting state would be
-        #: there whole, encoded, before the first service read any of it
+        #: there whole, encoded, before the first service read any of it. (What the
+        #: followers still trail from earlier instants comes on top: ``max_follower_lag``.)
         self.max_backlog_bytes = max_backlog_bytes
         self.progress = progress
         self.idle_timeout = idle_timeout
@@ -139,7 +140,9 @@ class Driver:
             value = encode_envelope(env)
             if self.max_backlog_bytes is not None and backlog and backlog + len(value) > self.max_backlog_bytes:
                 await producer.flush()
-                await self.bus.wait_idle({**self.groups, **self.followers}, timeout=self.idle_timeout)
+                await self.bus.wait_idle(self.groups, timeout=self.idle_timeout)
+                if self.followers:  # (as patient with them as _keep_followers_close is)
+                    await self.bus.wait_idle(self.followers, timeout=max(self.idle_timeout, 600.0))
                 backlog = 0
             await producer.send(
                 INPUTS, value, key=(env.node or "cluster").encode(), headers=self.telemetry.publishing("driver", env)

@@ -252,14 +252,16 @@ class ServiceRunner:
         """Start saving the state as of ``offsets`` and go on handling meanwhile (the
         state is pickled as it is now by a forked child: runtime/snapshots.py). One that
         cannot start now (another is under way, an event is held) is started when the
-        service is next idle, as of what it has committed by then; one that fails to
-        start (the fork refused) waits for the next interval, not the next idle poll."""
+        service is next idle, as of what it has committed by then, and so is one whose
+        turn has not come (another service of the machine is checkpointing); one that
+        fails to start (the fork refused) waits for the next interval, not the next idle
+        poll."""
         if self.snapshots is None:
             return
         busy = bool(self._held) or self.snapshots.saving
         if not busy:
             self.snapshots.begin(self.state(), offsets)
-        self._checkpoint_due = offsets if busy else None
+        self._checkpoint_due = offsets if busy or self.snapshots.waiting_for_host else None
 
     def handle_records(self, records: list[Record]) -> list[Outgoing]:
         """Handle a batch; what it emitted (see :meth:`_batch`)."""

@@ -21,12 +21,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import fcntl
 import hashlib
 import logging
 import os
 import pickle
 import signal
 import sys
+import tempfile
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -60,6 +62,10 @@ DEFAULT_EVERY_SECONDS: Final = 30.0
 DEFAULT_LOAD_PATIENCE: Final = 30.0
 #: the most of a service's handling time checkpoints may take
 MAX_SHARE: Final = 0.1
+#: services that share a machine pickle one checkpoint at a time (the lock is held by the
+#: pickling child, so it goes when the child does): six services of a fleet forking at once
+#: would each see the memory free that the others' children are about to copy
+HOST_SLOT: Final = Path(tempfile.gettempdir()) / "ledgerlet-snapshot.lock"
 
 
 class SnapshotStore(Protocol):
@@ -112,7 +118,12 @@ def restore(blob: bytes) -> RunnerState:
 class SnapshotStats:
     taken: int = 0
     failed: int = 0
+    #: not started: the machine had too little memory available for a copy of the process
+    refused: int = 0
     last_bytes: int = 0
+    #: what the last checkpoint cost: the CPU seconds of the child that pickled it (the
+    #: service goes on handling while the child pickles and the store writes, so neither
+    #: the database's answer nor the machine's other work counts against it)
     last_seconds: float = 0.0
     #: how large the process was when the last checkpoint began (:func:`resident_bytes`)
     last_size: int = 0
@@ -135,10 +146,16 @@ class Snapshots:
         load_patience: float = DEFAULT_LOAD_PATIENCE,
         size: Callable[[], int] | None = None,
         available: Callable[[], int | None] | None = None,
+        host_slot: Path | None = None,
     ) -> None:
         self.store = store
         self.size = size if size is not None else resident_bytes
         self.available = available if available is not None else available_bytes
+        #: a lock file that one checkpoint of the machine holds at a time (None: no turns)
+        self.host_slot = host_slot
+        #: the last checkpoint due could not start: another service of the machine had the
+        #: slot (the shell tries again when it is next idle)
+        self.waiting_for_host = False
         self.max_share = max_share
         self.key = key
         self.every_records = every_records
@@ -230,12 +247,33 @@ class Snapshots:
         starts over: it is tried again at the next one, not at once."""
         if self.saving:
             return False
+        slot = self._take_slot()
+        self.waiting_for_host = slot is None
+        if slot is None:
+            return False
+        try:
+            return self._begin(state, offsets)
+        finally:
+            if slot >= 0:
+                os.close(slot)  # (a forked child holds its own copy until it is done)
+
+    def _take_slot(self) -> int | None:
+        """The machine's checkpoint slot (-1: none is kept), or None while another has it."""
+        if self.host_slot is None:
+            return -1
+        try:
+            return take_host_slot(self.host_slot)
+        except OSError as exc:  # a lock that cannot be had at all is no reason to stop checkpoints
+            log.warning("%s: %s cannot be locked (%s): checkpointing without turns", self.key, self.host_slot, exc)
+            return -1
+
+    def _begin(self, state: RunnerState, offsets: dict[TopicPartition, int]) -> bool:
         self._records, self._seconds = 0, 0.0
         began = self._began = time.perf_counter()
         size = self.size()
         free = self.available()
         if free is not None and free < size:
-            self.stats.failed += 1
+            self.stats.refused += 1
             log.warning(
                 "%s: snapshot not started: the machine has %d MiB available, and the child that pickles"
                 " the state may come to copy all of this process's %d MiB; the next interval tries again",
@@ -301,13 +339,15 @@ class Snapshots:
             return
         self.stats.taken += 1
         self.stats.last_bytes = len(blob)
-        self.stats.last_seconds = time.perf_counter() - began
+        wall = time.perf_counter() - began
+        self.stats.last_seconds = capture.cpu_seconds if capture.cpu_seconds is not None else wall
         self.stats.last_size = size
         log.info(
-            "%s: snapshot of %d records saved (%d KiB in %.3f s)",
+            "%s: snapshot of %d records saved (%d KiB in %.3f s; pickled in %.3f CPU s)",
             self.key,
             folded,
             len(blob) // 1024,
+            wall,
             self.stats.last_seconds,
         )
 
@@ -323,10 +363,16 @@ def resident_bytes() -> int:
 
 
 def available_bytes() -> int | None:
-    """What the machine can give without swapping (Linux's MemAvailable), or None where
-    it cannot be read. A forked child shares its parent's pages until either writes to
-    them, and pickling writes to every object's reference count: the child may come to
-    copy nearly all of its parent (Redis's BGSAVE has the same caveat)."""
+    """What the machine can give without swapping (Linux's MemAvailable), and no more than
+    this process's cgroup (a container's memory limit) has left; None where neither can
+    be read. A forked child shares its parent's pages until either writes to them, and
+    pickling writes to every object's reference count: the child may come to copy nearly
+    all of its parent (Redis's BGSAVE has the same caveat)."""
+    found = [x for x in (_meminfo_available(), _cgroup_available()) if x is not None]
+    return min(found) if found else None
+
+
+def _meminfo_available() -> int | None:
     try:
         with open("/proc/meminfo", "rb") as f:
             for line in f:
@@ -337,6 +383,33 @@ def available_bytes() -> int | None:
     return None
 
 
+def _cgroup_available(root: Path = Path("/sys/fs/cgroup")) -> int | None:
+    """cgroup v2: ``memory.max`` less ``memory.current`` (None: no limit, or no cgroup v2)."""
+    try:
+        limit = (root / "memory.max").read_text().strip()
+        if limit == "max":
+            return None
+        return max(int(limit) - int((root / "memory.current").read_text()), 0)
+    except (OSError, ValueError):
+        return None
+
+
+def take_host_slot(path: Path) -> int | None:
+    """An open descriptor that holds ``path``'s exclusive lock (flock), or None if another
+    holds it. The lock goes with the last descriptor of it: a child forked meanwhile keeps
+    it until it exits, however it exits."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
 _PAGE_SIZE: Final = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
@@ -344,8 +417,10 @@ class Capture:
     """A state being pickled by a child process (``pid``) that writes it to a pipe
     (``fd``); or, where the platform cannot fork, already pickled (``blob``)."""
 
-    def __init__(self, pid: int = 0, fd: int = -1, blob: bytes | None = None) -> None:
+    def __init__(self, pid: int = 0, fd: int = -1, blob: bytes | None = None, cpu_seconds: float | None = None) -> None:
         self.pid, self.fd, self.blob = pid, fd, blob
+        #: what pickling took of the CPU (known once :meth:`result` has returned)
+        self.cpu_seconds = cpu_seconds
 
     async def result(self) -> bytes:
         if self.blob is not None:
@@ -353,8 +428,9 @@ class Capture:
         loop = asyncio.get_running_loop()
         try:
             data = await loop.run_in_executor(None, _read_all, self.fd)
-            _, status = await loop.run_in_executor(None, os.waitpid, self.pid, 0)
+            _, status, usage = await loop.run_in_executor(None, os.wait4, self.pid, 0)
             self.pid = 0
+            self.cpu_seconds = usage.ru_utime + usage.ru_stime
             code = os.waitstatus_to_exitcode(status)
             if code != 0:
                 raise RuntimeError(f"the process pickling the state exited with {code}")
@@ -380,7 +456,9 @@ def capture_aside(state: RunnerState) -> Capture:
     only pickles and writes to a pipe, then leaves with ``os._exit``: it touches no
     socket, event loop or lock of the parent's, and dies with its parent."""
     if not hasattr(os, "fork"):
-        return Capture(blob=capture(state))
+        began = time.process_time()
+        blob = capture(state)
+        return Capture(blob=blob, cpu_seconds=time.process_time() - began)
     parent = os.getpid()
     read, write = os.pipe()
     try:
