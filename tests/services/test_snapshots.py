@@ -28,11 +28,13 @@ from ledgerlet_bus.memory import MemoryBus
 from ledgerlet_core.contracts.envelope import decode_envelope, encode_envelope
 from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.loops.base import Loop
+from ledgerlet_services.runtime import snapshots
 from ledgerlet_services.runtime import snapshots as snapshots_module
 from ledgerlet_services.runtime.catalog import CONTROL_LOOPS
 from ledgerlet_services.runtime.embedded import run_embedded
 from ledgerlet_services.runtime.shell import ServiceRunner
 from ledgerlet_services.runtime.snapshots import (
+    Capture,
     Snapshots,
     _cgroup_available,
     available_bytes,
@@ -511,12 +513,95 @@ async def test_services_of_one_machine_checkpoint_in_turn(sqlite_store: EventSto
     os.close(free)
 
 
+async def test_a_checkpoint_whose_turn_has_not_come_is_taken_once_the_service_is_idle(
+    sqlite_store: EventStore, tmp_path: Path
+) -> None:
+    rec = await recorded("memory-pressure.yaml", tmp_path)
+    kind = next(k for k in CONTROL_LOOPS if k.name == "eviction-manager")
+    first, _, _ = split_at_instant(rec.by_loop[kind.name])
+    slot = tmp_path / "snapshot.lock"
+    snaps = Snapshots(sqlite_store, "turns", every_records=1, every_seconds=1e9, max_share=INF, host_slot=slot)
+    bus = MemoryBus(retain=True)
+    runner = ServiceRunner(bus, kind, snapshots=snaps)
+    other = take_host_slot(slot)
+    assert other is not None
+    task = asyncio.create_task(runner.run())
+    try:
+        p = bus.producer()
+        for r in first:
+            await p.send(r.topic, r.value, key=r.key, headers=r.headers)
+        await p.flush()
+        await bus.wait_idle({kind.name: list(kind.topics)}, timeout=10)
+        await asyncio.sleep(0.5)  # idle polls: still not its turn
+        assert snaps.stats.taken == 0 and snaps.waiting_for_host
+        os.close(other)
+        for _ in range(100):  # the next idle poll takes it
+            if snaps.stats.taken:
+                break
+            await asyncio.sleep(0.05)
+        assert snaps.stats.taken == 1 and not snaps.waiting_for_host
+    finally:
+        runner.stop()
+        await task
+    saved = await sqlite_store.load_snapshot("turns")
+    assert saved is not None and saved.offsets == bus.committed(kind.name)
+
+
 def test_a_containers_memory_limit_counts(tmp_path: Path) -> None:
-    (tmp_path / "memory.max").write_text("1073741824\n")
-    (tmp_path / "memory.current").write_text("805306368\n")
-    assert _cgroup_available(tmp_path) == 256 << 20
-    (tmp_path / "memory.max").write_text("max\n")
-    assert _cgroup_available(tmp_path) is None
+    """cgroup v2 and v1, the process's own cgroup and the ones above it: the least left of
+    any limit counts, page cache that can be dropped is not counted as used."""
+    pod = tmp_path / "kubepods" / "pod1"
+    pod.mkdir(parents=True)
+    (pod / "memory.max").write_text("1073741824\n")  # 1 GiB, 768 MiB used, 128 MiB of it droppable cache
+    (pod / "memory.current").write_text("805306368\n")
+    (pod / "memory.stat").write_text("anon 671088640\ninactive_file 134217728\n")
+    (tmp_path / "kubepods" / "memory.max").write_text("max\n")
+    assert _cgroup_available(tmp_path, "0::/kubepods/pod1\n") == 384 << 20
+    (tmp_path / "kubepods" / "memory.max").write_text("943718400\n")  # 900 MiB above it, 800 used
+    (tmp_path / "kubepods" / "memory.current").write_text("838860800\n")
+    assert _cgroup_available(tmp_path, "0::/kubepods/pod1\n") == 100 << 20
+
+    v1 = tmp_path / "memory" / "docker" / "x"
+    v1.mkdir(parents=True)
+    (v1 / "memory.limit_in_bytes").write_text("536870912\n")
+    (v1 / "memory.usage_in_bytes").write_text("268435456\n")
+    (tmp_path / "memory" / "memory.limit_in_bytes").write_text("9223372036854771712\n")  # no limit
+    assert _cgroup_available(tmp_path, "12:memory:/docker/x\n1:cpu,cpuacct:/\n") == 256 << 20
+    assert _cgroup_available(tmp_path, "0::/\n") is None  # no limit anywhere
+
+
+def test_the_machines_turn_is_open_to_every_user(tmp_path: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        fd = take_host_slot(tmp_path / "slot.lock")
+    finally:
+        os.umask(old)
+    assert fd is not None
+    os.close(fd)
+    assert (tmp_path / "slot.lock").stat().st_mode & 0o777 == 0o666
+
+
+async def test_a_stuck_child_is_stopped_and_gives_up_the_turn(
+    sqlite_store: EventStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child that never finishes would hold every service's turn: it is stopped after
+    CAPTURE_PATIENCE, and the checkpoint counts as failed."""
+    dropped: list[int] = []
+
+    class _Stuck(Capture):
+        async def result(self) -> bytes:
+            await asyncio.Event().wait()
+            raise AssertionError("unreachable")
+
+        def drop(self) -> None:
+            dropped.append(1)
+
+    monkeypatch.setattr(snapshots, "CAPTURE_PATIENCE", 0.2)
+    monkeypatch.setattr(snapshots, "capture_aside", lambda state: _Stuck())
+    snaps = Snapshots(sqlite_store, "stuck")
+    assert snaps.begin(ServiceRunner(MemoryBus(), CONTROL_LOOPS[0]).state(), {})
+    await asyncio.wait_for(snaps.wait(), timeout=10)
+    assert dropped and snaps.stats.failed == 1 and snaps.stats.taken == 0 and not snaps.saving
 
 
 def test_available_bytes_reads_the_machine() -> None:

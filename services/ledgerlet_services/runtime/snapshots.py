@@ -65,7 +65,13 @@ MAX_SHARE: Final = 0.1
 #: services that share a machine pickle one checkpoint at a time (the lock is held by the
 #: pickling child, so it goes when the child does): six services of a fleet forking at once
 #: would each see the memory free that the others' children are about to copy
-HOST_SLOT: Final = Path(tempfile.gettempdir()) / "ledgerlet-snapshot.lock"
+#: (env ``LEDGERLET_SNAPSHOT_SLOT``: containers share it through a volume mounted in each)
+HOST_SLOT: Final = Path(
+    os.environ.get("LEDGERLET_SNAPSHOT_SLOT") or Path(tempfile.gettempdir()) / "ledgerlet-snapshot.lock"
+)
+#: a child still pickling after this long (or twenty times what the checkpoint is expected
+#: to cost, if more) is stopped: a stuck child would hold every service's turn for ever
+CAPTURE_PATIENCE: Final = 600.0
 
 
 class SnapshotStore(Protocol):
@@ -320,7 +326,13 @@ class Snapshots:
         """Wait for the child's pickle and store it; a failure is logged and tried again
         at the next interval (the database may be restarting: the service goes on)."""
         try:
-            blob = await capture.result()
+            patience = max(CAPTURE_PATIENCE, 20 * self.expected_seconds())
+            try:
+                async with asyncio.timeout(patience):
+                    blob = await capture.result()
+            except TimeoutError:
+                capture.drop()
+                raise RuntimeError(f"the child pickling the state took over {patience:g} s: stopped") from None
             snap = StoredSnapshot(
                 key=self.key,
                 version=state_version(),
@@ -383,22 +395,71 @@ def _meminfo_available() -> int | None:
     return None
 
 
-def _cgroup_available(root: Path = Path("/sys/fs/cgroup")) -> int | None:
-    """cgroup v2: ``memory.max`` less ``memory.current`` (None: no limit, or no cgroup v2)."""
-    try:
-        limit = (root / "memory.max").read_text().strip()
-        if limit == "max":
+def _cgroup_available(root: Path = Path("/sys/fs/cgroup"), membership: str | None = None) -> int | None:
+    """What this process's memory cgroup and every cgroup above it have left (a container's
+    limit, a systemd unit's ``MemoryMax``): the smallest limit less its usage, page cache
+    that can be dropped not counted as used; None where there is no limit. cgroup v2
+    (``memory.max``) and v1 (``memory.limit_in_bytes``)."""
+    if membership is None:
+        try:
+            membership = Path("/proc/self/cgroup").read_text()
+        except OSError:
             return None
-        return max(int(limit) - int((root / "memory.current").read_text()), 0)
+    found: list[int] = []
+    for line in membership.splitlines():
+        _, _, rest = line.partition(":")
+        controllers, _, rel = rest.partition(":")
+        if controllers == "" and rel:
+            found += _left(root, rel, _V2_FILES)
+        elif "memory" in controllers.split(","):
+            found += _left(root / "memory", rel, _V1_FILES)
+    return min(found) if found else None
+
+
+_V2_FILES: Final = ("memory.max", "memory.current", "inactive_file")
+_V1_FILES: Final = ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")
+
+
+def _left(base: Path, rel: str, files: tuple[str, str, str]) -> list[int]:
+    """Limit less usage for the cgroup at ``base/rel`` and each one above it that has a limit
+    (``files``: the limit's file, the usage's, and the droppable cache's key in memory.stat)."""
+    limit_file, usage_file, cache_key = files
+    out: list[int] = []
+    here = base / rel.strip("/")
+    while True:
+        try:
+            text = (here / limit_file).read_text().strip()
+            if text != "max" and int(text) < 1 << 60:  # (v1 writes "no limit" as a huge number)
+                used = int((here / usage_file).read_text())
+                out.append(max(int(text) - used + _stat(here / "memory.stat", cache_key), 0))
+        except (OSError, ValueError):
+            pass
+        if here == base or base not in here.parents:
+            return out
+        here = here.parent
+
+
+def _stat(path: Path, key: str) -> int:
+    try:
+        for line in path.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key:
+                return int(value)
     except (OSError, ValueError):
-        return None
+        pass
+    return 0
 
 
 def take_host_slot(path: Path) -> int | None:
     """An open descriptor that holds ``path``'s exclusive lock (flock), or None if another
     holds it. The lock goes with the last descriptor of it: a child forked meanwhile keeps
     it until it exits, however it exits."""
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:  # (a lock needs no write access: another user's file will do)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW, 0o666)
+        with contextlib.suppress(OSError):
+            os.fchmod(fd, 0o666)  # (whatever the umask: every user's services take turns)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
