@@ -28,7 +28,6 @@ from ledgerlet_bus.memory import MemoryBus
 from ledgerlet_core.contracts.envelope import decode_envelope, encode_envelope
 from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.loops.base import Loop
-from ledgerlet_services.runtime import snapshots
 from ledgerlet_services.runtime import snapshots as snapshots_module
 from ledgerlet_services.runtime.catalog import CONTROL_LOOPS
 from ledgerlet_services.runtime.embedded import run_embedded
@@ -428,6 +427,15 @@ async def test_a_checkpoint_is_pickled_by_a_child_while_the_service_goes_on(
     assert aside.cpu_seconds is not None and 0.0 <= aside.cpu_seconds < 5.0
 
 
+async def _feed_until_idle(bus: MemoryBus, kind: type[Loop], records: list[Record]) -> None:
+    """Put ``records`` on the bus and wait until ``kind``'s running service has handled them."""
+    p = bus.producer()
+    for r in records:
+        await p.send(r.topic, r.value, key=r.key, headers=r.headers)
+    await p.flush()
+    await bus.wait_idle({kind.name: list(kind.topics)}, timeout=10)
+
+
 def _open_fds() -> set[str]:
     return set(os.listdir("/proc/self/fd"))
 
@@ -457,11 +465,7 @@ async def test_a_checkpoint_whose_fork_fails_leaks_nothing_and_waits_for_the_nex
     runner = ServiceRunner(bus, kind, snapshots=snaps)
     task = asyncio.create_task(runner.run())
     try:
-        p = bus.producer()
-        for r in first:
-            await p.send(r.topic, r.value, key=r.key, headers=r.headers)
-        await p.flush()
-        await bus.wait_idle({kind.name: list(kind.topics)}, timeout=10)
+        await _feed_until_idle(bus, kind, first)
         tried = len(forks)
         assert tried > 1  # each committed batch was due (one record is an interval here)
         await asyncio.sleep(1.0)  # idle: five polls
@@ -527,11 +531,7 @@ async def test_a_checkpoint_whose_turn_has_not_come_is_taken_once_the_service_is
     assert other is not None
     task = asyncio.create_task(runner.run())
     try:
-        p = bus.producer()
-        for r in first:
-            await p.send(r.topic, r.value, key=r.key, headers=r.headers)
-        await p.flush()
-        await bus.wait_idle({kind.name: list(kind.topics)}, timeout=10)
+        await _feed_until_idle(bus, kind, first)
         await asyncio.sleep(0.5)  # idle polls: still not its turn
         assert snaps.stats.taken == 0 and snaps.waiting_for_host
         os.close(other)
@@ -596,8 +596,8 @@ async def test_a_stuck_child_is_stopped_and_gives_up_the_turn(
         def drop(self) -> None:
             dropped.append(1)
 
-    monkeypatch.setattr(snapshots, "CAPTURE_PATIENCE", 0.2)
-    monkeypatch.setattr(snapshots, "capture_aside", lambda state: _Stuck())
+    monkeypatch.setattr(snapshots_module, "CAPTURE_PATIENCE", 0.2)
+    monkeypatch.setattr(snapshots_module, "capture_aside", lambda state: _Stuck())
     snaps = Snapshots(sqlite_store, "stuck")
     assert snaps.begin(ServiceRunner(MemoryBus(), CONTROL_LOOPS[0]).state(), {})
     await asyncio.wait_for(snaps.wait(), timeout=10)
