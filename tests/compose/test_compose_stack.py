@@ -203,6 +203,40 @@ def test_eviction_manager_and_postgres_restarted_mid_scenario_lose_nothing(
     _wait_healthy(stack)
 
 
+def test_the_services_containers_share_their_checkpoint_turn(compose_stack: ComposeStack) -> None:
+    """One lock file in a volume every ledgerlet container mounts: while one container
+    holds it (as a checkpoint's child would), another cannot have it, and then can."""
+    stack = compose_stack
+    holder = stack.popen("exec", "-T", "eviction-manager", "python", "-c", _HOLD_TURN, log="turn")
+    try:
+        take = ("exec", "-T", "stats-collector", "python", "-c", _TAKE_TURN)
+        deadline = time.monotonic() + 6
+        while stack.compose(*take, log="turn", check=False).returncode != 3:  # until the holder has it
+            assert time.monotonic() < deadline and holder.poll() is None, stack.logs("eviction-manager")[-2000:]
+            time.sleep(0.2)
+    finally:
+        assert holder.wait(timeout=30) == 0
+    assert stack.compose(*take, log="turn", check=False).returncode == 0
+
+
+#: holds the turn for 8 s
+_HOLD_TURN = """
+import time
+from ledgerlet_services.runtime.snapshots import HOST_SLOT, take_host_slot
+assert take_host_slot(HOST_SLOT) is not None
+time.sleep(8)
+"""
+
+#: exit 0: the turn was had; 3: another container holds it
+_TAKE_TURN = """
+import os, sys
+from ledgerlet_services.runtime.snapshots import HOST_SLOT, take_host_slot
+assert str(HOST_SLOT) == "/run/ledgerlet/snapshot.lock", HOST_SLOT
+fd = take_host_slot(HOST_SLOT)
+sys.exit(3 if fd is None else 0)
+"""
+
+
 def test_a_scaled_up_service_runs_its_second_container_as_a_standby(compose_stack: ComposeStack) -> None:
     """`docker compose up --scale scheduler=2`, as the README says: the second container
     waits on the scheduler's lease, healthy, while the first stays active."""
