@@ -229,7 +229,7 @@ time.sleep(8)
 
 #: exit 0: the turn was had; 3: another container holds it
 _TAKE_TURN = """
-import os, sys
+import sys
 from ledgerlet_services.runtime.snapshots import HOST_SLOT, take_host_slot
 assert str(HOST_SLOT) == "/run/ledgerlet/snapshot.lock", HOST_SLOT
 fd = take_host_slot(HOST_SLOT)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ledgerlet_bus.memory import MemoryBus
 from ledgerlet_core.contracts.decision_log import encode_records, to_records
 from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.runtime.embedded import run_embedded
@@ -12,12 +13,13 @@ from ledgerlet_store.store import EventStore
 from .cases import RUN_ID, cases
 
 
-async def decision_log(name: str, workdir: Path) -> bytes:
+async def decision_log(name: str, workdir: Path, *, bus: MemoryBus | None = None) -> bytes:
+    """(``bus``: the in-memory bus to run on, for a test that watches it)"""
     text, source = cases()[name]()
     scenario = load_scenario(text, source)
     store = await EventStore.open(f"sqlite:///{workdir / f'{name}.db'}")
     try:
-        result = await run_embedded(scenario, store, run=RUN_ID)
+        result = await run_embedded(scenario, store, run=RUN_ID, bus=bus)
     finally:
         await store.close()
     return encode_records(to_records([d.envelope for d in result.decisions], scenario.start))

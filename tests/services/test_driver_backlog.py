@@ -10,13 +10,11 @@ import pytest
 
 from ledgerlet_bus.api import Record
 from ledgerlet_bus.memory import MemoryBus
-from ledgerlet_core.contracts.decision_log import encode_records, to_records
-from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.runtime import embedded
-from ledgerlet_services.runtime.embedded import FETCH_MAX_BYTES, run_embedded
+from ledgerlet_services.runtime.embedded import FETCH_MAX_BYTES
 from ledgerlet_services.runtime.topics import INPUTS
-from ledgerlet_store.store import EventStore
-from tests.golden.cases import cases, golden_path
+from tests.golden.cases import golden_path
+from tests.golden.replay_case import decision_log
 
 CASE = "bench-eviction-fleet"  # 8 nodes x 12 bound pods, observed for 40 minutes
 
@@ -39,15 +37,9 @@ class _Watched(MemoryBus):
 
 
 async def _run(tmp_path: Path, name: str) -> tuple[bytes, _Watched]:
-    text, source = cases()[CASE]()
-    scenario = load_scenario(text, source)
     bus = _Watched()
-    store = await EventStore.open(f"sqlite:///{tmp_path / f'{name}.db'}")
-    try:
-        result = await run_embedded(scenario, store, run="golden", bus=bus)
-    finally:
-        await store.close()
-    return encode_records(to_records([d.envelope for d in result.decisions], scenario.start)), bus
+    (tmp_path / name).mkdir()
+    return await decision_log(CASE, tmp_path / name, bus=bus), bus
 
 
 async def test_an_instants_inputs_are_published_a_bounded_amount_at_a_time(

@@ -141,8 +141,7 @@ class Driver:
             if self.max_backlog_bytes is not None and backlog and backlog + len(value) > self.max_backlog_bytes:
                 await producer.flush()
                 await self.bus.wait_idle(self.groups, timeout=self.idle_timeout)
-                if self.followers:  # (as patient with them as _keep_followers_close is)
-                    await self.bus.wait_idle(self.followers, timeout=max(self.idle_timeout, 600.0))
+                await self._followers_caught_up()
                 backlog = 0
             await producer.send(
                 INPUTS, value, key=(env.node or "cluster").encode(), headers=self.telemetry.publishing("driver", env)
@@ -157,6 +156,12 @@ class Driver:
     async def _keep_followers_close(self) -> None:
         """Groups that only record (the store) may lag, but not without bound."""
         if self.followers and await self.bus.lag(self.followers) > self.max_follower_lag:
+            await self._followers_caught_up()
+
+    async def _followers_caught_up(self) -> None:
+        """Wait until the recording groups have read everything (at least ten minutes of
+        patience: a store that restarts holds them up, not the run's own work)."""
+        if self.followers:
             await self.bus.wait_idle(self.followers, timeout=max(self.idle_timeout, 600.0))
 
     async def _read_earlier_ticks(self) -> None:

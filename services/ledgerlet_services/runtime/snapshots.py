@@ -186,7 +186,7 @@ class Snapshots:
         self._records += records
         self._seconds += seconds
         self.folded += records
-        if self._seconds * self.max_share < self.stats.last_seconds:
+        if self._seconds * self.max_share < self.stats.last_seconds:  # (at once: what follows reads /proc)
             return False
         if self._records < self.every_records and self._seconds < self.every_seconds:
             return False
