@@ -205,25 +205,40 @@ def test_eviction_manager_and_postgres_restarted_mid_scenario_lose_nothing(
 
 def test_the_services_containers_share_their_checkpoint_turn(compose_stack: ComposeStack) -> None:
     """One lock file in a volume every ledgerlet container mounts: while one container
-    holds it (as a checkpoint's child would), another cannot have it, and then can."""
+    holds it (as a checkpoint's child would), another cannot have it, and then can.
+
+    The services are live and take their own checkpoints in turn, so the holder waits for
+    the turn, and the taker's last try waits for a free one, rather than expecting either
+    at once."""
     stack = compose_stack
-    holder = stack.popen("exec", "-T", "eviction-manager", "python", "-c", _HOLD_TURN, log="turn")
+    holder_log = stack.engine.workdir / "turn-holder.log"
+    holder = stack.popen("exec", "-T", "eviction-manager", "python", "-c", _HOLD_TURN, log="turn-holder")
+    take = ("exec", "-T", "stats-collector", "python", "-c", _TAKE_TURN)
     try:
-        take = ("exec", "-T", "stats-collector", "python", "-c", _TAKE_TURN)
-        deadline = time.monotonic() + 6
-        while stack.compose(*take, log="turn", check=False).returncode != 3:  # until the holder has it
-            assert time.monotonic() < deadline and holder.poll() is None, stack.logs("eviction-manager")[-2000:]
+        deadline = time.monotonic() + 90
+        while "held" not in holder_log.read_text(errors="replace"):
+            assert time.monotonic() < deadline and holder.poll() is None, holder_log.read_text(errors="replace")
             time.sleep(0.2)
+        assert stack.compose(*take, log="turn", check=False).returncode == 3  # taken by the other container
+        assert holder.poll() is None, "the holder let go before the other container tried"
     finally:
-        assert holder.wait(timeout=30) == 0
-    assert stack.compose(*take, log="turn", check=False).returncode == 0
+        assert holder.wait(timeout=60) == 0, holder_log.read_text(errors="replace")
+    deadline = time.monotonic() + 60
+    while (code := stack.compose(*take, log="turn", check=False).returncode) == 3:  # a service's own checkpoint
+        assert time.monotonic() < deadline, "the turn never came free"
+        time.sleep(0.5)
+    assert code == 0
 
 
-#: holds the turn for 8 s
+#: waits (up to 60 s: a service may be checkpointing) for the turn, says so, holds it for 8 s
 _HOLD_TURN = """
 import time
 from ledgerlet_services.runtime.snapshots import HOST_SLOT, take_host_slot
-assert take_host_slot(HOST_SLOT) is not None
+deadline = time.monotonic() + 60
+while take_host_slot(HOST_SLOT) is None:
+    assert time.monotonic() < deadline, "the turn never came free"
+    time.sleep(0.1)
+print("held", flush=True)
 time.sleep(8)
 """
 
