@@ -252,12 +252,16 @@ class EventStore:
             unknown = sorted(streams - versions.keys())
             if unknown:
                 versions.update(await self._versions(conn, unknown))
+            # Plain tuples through the driver's executemany: SQLAlchemy's per-row parameter
+            # handling cost as much as SQLite's own insert on the embedded run's hot path.
+            recorded_at = self._sqlite_time(datetime.now(UTC))
             rows = []
             for e, sid in zip(fresh, sids, strict=True):
                 v = versions.get(sid, 0) + 1
                 versions[sid] = v
-                rows.append(_row(e, sid, v))
-            await conn.execute(events.insert(), rows)
+                row = _copy_row(e)
+                rows.append((*row[:3], v, *row[3:], recorded_at))
+            await conn.exec_driver_sql(_SQLITE_INSERT, rows)
             await self._index_members(conn, [e for e in fresh if e.type == BATCH])
         # committed: remember where the streams are
         known.update(versions)
@@ -324,6 +328,11 @@ class EventStore:
 
     def _transaction(self) -> Any:
         return _Transaction(self)
+
+    def _sqlite_time(self, at: datetime) -> Any:
+        """``at`` as SQLite's DateTime column stores it (the dialect's own conversion)."""
+        convert = events.c.recorded_at.type.bind_processor(self.engine.dialect)
+        return convert(at) if convert is not None else at
 
     async def _index_members(self, conn: AsyncConnection, batches: Sequence[Envelope]) -> None:
         """List the members of batches just stored (``batch_members``), in the same transaction."""
@@ -860,6 +869,12 @@ _COPY_COLUMNS = (
     "causes",
     "data",
     "recorded_at",
+)
+
+
+#: the columns of ``_COPY_COLUMNS`` in SQLite's ``executemany`` form
+_SQLITE_INSERT: Final = (
+    f"INSERT INTO {events.name} ({', '.join(_COPY_COLUMNS)}) VALUES ({', '.join('?' * len(_COPY_COLUMNS))})"
 )
 
 
