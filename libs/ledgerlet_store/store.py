@@ -128,7 +128,7 @@ class StoredEvent:
 
 
 def _decode_order(key: str) -> list[int]:
-    return [int(p) for p in key.split(".")] if key else []
+    return list(map(int, key.split("."))) if key else []
 
 
 def stream_id(run: str, stream: str) -> str:
@@ -897,28 +897,38 @@ def _copy_row(e: Envelope) -> tuple[Any, ...]:
 
 
 def _stored(row: Any) -> StoredEvent:
-    r = row._mapping  # Row has a .t attribute of its own; read columns by name
-    run = r["run"]
-    stream = r["stream"]
-    stream = stream[len(run) + 1 :] if stream.startswith(run + ":") else stream
+    # (by place, not by name: a replay reads every row of a run, and ``Row._mapping``'s
+    # look-ups by name were a tenth of its time; ``_AT`` checks the places at import)
+    (position, event_id, run, stream, version, type_, kind, v, t, order, node, pod, causes, data, recorded) = row
+    if stream.startswith(run) and stream[len(run) : len(run) + 1] == ":":
+        stream = stream[len(run) + 1 :]
     env = Envelope(
-        id=r["event_id"],
-        type=r["type"],
-        v=r["schema_version"],
+        id=event_id,
+        type=type_,
+        v=v,
         run=run,
-        t=r["t"],
-        order=_decode_order(r["order_key"]),
+        t=t,
+        order=_decode_order(order),
         stream=stream,
-        kind=r["kind"],
-        node=r["node"],
-        pod=r["pod"],
-        causes=json.loads(r["causes"]),
-        data=msgspec.Raw(r["data"].encode()),
+        kind=kind,
+        node=node,
+        pod=pod,
+        causes=_CAUSES_DECODER.decode(causes),
+        data=msgspec.Raw(data.encode()),
     )
-    recorded = r["recorded_at"]
     if recorded.tzinfo is None:
         recorded = recorded.replace(tzinfo=UTC)
-    return StoredEvent(position=r["position"], version=r["version"], recorded_at=recorded, envelope=env)
+    return StoredEvent(position=position, version=version, recorded_at=recorded, envelope=env)
+
+
+_CAUSES_DECODER: Final = msgspec.json.Decoder(list[str])
+#: the columns of ``events`` in the order :func:`_stored` unpacks them
+_AT: Final = [
+    *("position", "event_id", "run", "stream", "version", "type", "kind", "schema_version", "t"),
+    *("order_key", "node", "pod", "causes", "data", "recorded_at"),
+]
+if [c.name for c in events.columns] != _AT:
+    raise AssertionError(f"_stored unpacks {_AT}, the events table has {[c.name for c in events.columns]}")
 
 
 def _upgrade(sync_conn: Any) -> None:
