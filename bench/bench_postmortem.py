@@ -107,6 +107,15 @@ async def main() -> None:
                 f"re-derived and compared {replay.derive_seconds:.2f}s: "
                 f"{replay_rate:,.0f} events/s end to end"
             )
+            quick = await replay_run(store, "base", quick=True)
+            assert not quick.mismatches(), quick.mismatches()[:3]
+            took = quick.recorded.read_seconds + quick.derive_seconds
+            print(
+                f"quick verified replay (--quick): {quick.quiet_nodes:,} quiet nodes not observed again, "
+                f"{quick.compared:,} decisions and internal events compared in {took:.2f}s "
+                f"(full: {replay.compared:,} in {rec.read_seconds + replay.derive_seconds:.2f}s), "
+                f"{quick.events_per_second:,.0f} stored events/s"
+            )
         print(f"filling to {args.events:,} events ...", flush=True)
         copies = await fill(dsn, "base", args.events)
         async with await EventStore.open(dsn, migrate=False) as store:

@@ -427,16 +427,26 @@ class EventStore:
         return rows if kind not in (None, INPUT) else in_decision_order(expanded(rows))
 
     async def iter_run(
-        self, run: str, *, batch: int = 5000, members: bool = True, kinds: Sequence[str] = ()
+        self,
+        run: str,
+        *,
+        batch: int = 5000,
+        members: bool = True,
+        kinds: Sequence[str] = (),
+        types_only_of: tuple[Sequence[str], Sequence[str]] | None = None,
     ) -> AsyncIterator[StoredEvent]:
         """Stream a run's events by position, in batches (for replay over big stores); of
         some ``kinds`` only, if given. ``members=False`` hands out stored input batches whole
-        (for a reader that feeds them to the loops, which read their members themselves)."""
+        (for a reader that feeds them to the loops, which read their members themselves).
+        ``types_only_of=(types, nodes)``: events of those types only if about those nodes."""
         last = 0
         while True:
             q = sa.select(events).where(events.c.run == run, events.c.position > last)
             if kinds:
                 q = q.where(events.c.kind.in_(list(kinds)))
+            if types_only_of is not None:
+                types, nodes = types_only_of
+                q = q.where(sa.or_(events.c.type.not_in(list(types)), events.c.node.in_(list(nodes))))
             q = q.order_by(events.c.position).limit(batch)
             rows = await self._fetch(q)
             if not rows:
@@ -777,6 +787,22 @@ class EventStore:
 
     async def drop_snapshot(self, key: str) -> None:
         await snapshots.drop(self.engine, key)
+
+    async def types_by_node(
+        self, run: str, *, kinds: Sequence[str] = (DECISION, INTERNAL)
+    ) -> dict[str, dict[str, int]]:
+        """How many events of each type ``run`` stored about each node, of ``kinds`` (one
+        scan of the run: what a quick verified replay leaves out is worked out from it)."""
+        q = (
+            sa.select(events.c.node, events.c.type, sa.func.count())
+            .where(events.c.run == run, events.c.kind.in_(list(kinds)), events.c.node.is_not(None))
+            .group_by(events.c.node, events.c.type)
+        )
+        out: dict[str, dict[str, int]] = {}
+        async with self.engine.connect() as conn:
+            for node, type_, n in await conn.execute(q):
+                out.setdefault(node, {})[type_] = n
+        return out
 
     async def count(self, run: str | None = None) -> int:
         q = sa.select(sa.func.count()).select_from(events)

@@ -27,6 +27,13 @@ class Emitter:
     trigger: Envelope
     rank: int
     out: list[Emitted] = field(default_factory=list)
+    #: places in the order given up (:meth:`skip`)
+    skipped: int = 0
+
+    def skip(self) -> None:
+        """Give up the next place in the order without emitting: what would have stood
+        there is left out, and what follows keeps its id (a quick replay's quiet nodes)."""
+        self.skipped += 1
 
     def emit(
         self,
@@ -41,7 +48,7 @@ class Emitter:
     ) -> Envelope:
         """Emit ``data`` (causes: the trigger unless given; stream: the pod's, else the node's)."""
         if order is None:
-            order = [*self.trigger.order, self.rank, len(self.out)]
+            order = [*self.trigger.order, self.rank, len(self.out) + self.skipped]
         if stream is None:
             stream = pod_stream(pod) if pod else node_stream(node) if node else "cluster"
         env = make_envelope(

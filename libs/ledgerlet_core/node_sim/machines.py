@@ -113,6 +113,9 @@ class Machines:
         #: the clock time of the last instant observed, as observations print it (every
         #: node observed at one tick prints the same)
         self._clock: tuple[datetime, int, str] | None = None
+        #: nodes whose observations are not made, their places in the order kept (a quick
+        #: verified replay: nodes on which the recorded run decided nothing)
+        self.quiet: frozenset[str] = frozenset()
 
     def _clock_text(self, t: int) -> str:
         start = self.start()
@@ -419,6 +422,9 @@ class Machines:
         self._schedule_kernel(node, env.t, out, acted=True)
 
     def _observe_stats(self, name: str, node: _Node, env: Envelope, report: inp.StatsReported, out: Emitter) -> None:
+        if name in self.quiet:
+            out.skip()
+            return
         summary = convert(report.summary, Summary)
         after = convert(report.after_reclaim, Summary) if report.after_reclaim is not None else None
         runtime = self._runtime_view(node) if node.usage is not None else None
@@ -436,6 +442,9 @@ class Machines:
         pass (the same bytes): while a node's pods, plans and stopped containers stay as
         they were, a pass works out only the pods whose stats vary (:class:`_PassCache`)."""
         assert node.usage is not None and node.capacity is not None
+        if name in self.quiet:
+            out.skip()
+            return
         t = tick.t
         stopped = node.memory.stopped(t) if node.memory is not None else {}
         before, cache = node.reported, node.passes

@@ -290,3 +290,22 @@ def _pair(x: Envelope | None, y: Envelope | None) -> OutcomeChange | None:
             parts.insert(0, f"node {x.node} -> {y.node}")
         return OutcomeChange("changed", x.type, x.pod or "", y.node, x.t, y.t, "; ".join(parts))
     return None
+
+
+#: what a node may have stored and still count as quiet: its observations, and the status
+#: its kubelet publishes on its own (when the Node arrives or its machine is declared; a
+#: status that changes with pressure comes with a decision). A quick replay compares
+#: neither for a quiet node: the status names the node's last observation as a cause.
+UNOBSERVED_TYPES = frozenset({"NodeObserved", "NodeStatusUpdated"})
+
+
+def quiet_nodes(types_by_node: Mapping[str, Mapping[str, int]]) -> frozenset[str]:
+    """Nodes on which a recorded run decided nothing: observed, and nothing else stored
+    about them but their own status. A quick verified replay makes no observations of
+    them (the kubelet's passes over a node decide from its observations alone, so on
+    these nodes they would decide nothing again); every stored decision is still
+    re-derived from the stored inputs, but that nothing more would have been decided on
+    a quiet node is taken from the record, not proved."""
+    return frozenset(
+        node for node, types in types_by_node.items() if "NodeObserved" in types and types.keys() <= UNOBSERVED_TYPES
+    )

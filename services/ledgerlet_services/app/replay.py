@@ -27,7 +27,14 @@ from ledgerlet_core.kubelet.config import check_kubelet_settings, resolve_kubele
 from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.duration import DurationError, parse_duration
 from ledgerlet_core.model.errors import InputError
-from ledgerlet_core.postmortem.compare import DecisionDiff, Mismatch, Verifier, decision_diff
+from ledgerlet_core.postmortem.compare import (
+    UNOBSERVED_TYPES,
+    DecisionDiff,
+    Mismatch,
+    Verifier,
+    decision_diff,
+    quiet_nodes,
+)
 from ledgerlet_core.postmortem.overrides import apply_overrides
 from ledgerlet_core.scheduling.config import SchedulerConfig, config_errors
 from ledgerlet_services.runtime.embedded import ServiceFailed, record_outcome, run_feed
@@ -144,23 +151,53 @@ class DecisionsSink:
         return len(self.decisions) - before
 
 
+#: how many nodes a query may name (SQLite's oldest limit on a statement's parameters is 999)
+_NAMED_NODES_MAX = 900
+
+
 class VerifyingSink(DecisionsSink):
     """Compares what the loops derive with what the store holds as it comes: the stored
     events are read a page at a time, as far as the re-derivation has got in virtual
     time (the store holds a run's events in about the order they were made), and paired
     by id (:class:`~ledgerlet_core.postmortem.compare.Verifier`)."""
 
-    def __init__(self, store: EventStore, run: str, *, page: int = 5000) -> None:
+    def __init__(
+        self,
+        store: EventStore,
+        run: str,
+        *,
+        page: int = 5000,
+        unobserved: frozenset[str] = frozenset(),
+        types_by_node: Mapping[str, Mapping[str, int]] | None = None,
+    ) -> None:
+        """``unobserved``: nodes not observed again (quick), whose observations and own
+        status updates are left out of the comparison on both sides (what the kubelet
+        publishes of a node's status names the node's last observation among its causes).
+        With ``types_by_node`` (:meth:`EventStore.types_by_node`) the store does not even
+        hand them out, while the other nodes are few enough to name in the query."""
         super().__init__()
         self.verifier = Verifier()
+        #: stored events read, or left out unread
         self.read = 0
-        self._stored = store.iter_run(run, batch=page, kinds=(INTERNAL, DECISION))
+        self.unobserved = unobserved
+        #: stored events left out of the comparison
+        self.left_out = 0
+        only: tuple[Sequence[str], Sequence[str]] | None = None
+        if unobserved and types_by_node is not None:
+            others = sorted(n for n in types_by_node if n not in unobserved)
+            if len(others) <= _NAMED_NODES_MAX:
+                only = (sorted(UNOBSERVED_TYPES), others)
+                skipped = sum(
+                    n for node in unobserved for t, n in types_by_node.get(node, {}).items() if t in UNOBSERVED_TYPES
+                )
+                self.read = self.left_out = skipped
+        self._stored = store.iter_run(run, batch=page, kinds=(INTERNAL, DECISION), types_only_of=only)
         self._page = page
         self._done = False
 
     async def append_batch(self, envelopes: Sequence[Envelope]) -> int:
         new = await super().append_batch(envelopes)
-        self.verifier.derived(envelopes)
+        self.verifier.derived([e for e in envelopes if not self._left_out(e)] if self.unobserved else envelopes)
         while not self._done and self.verifier.recorded_t <= self.verifier.derived_t:
             await self._read(self._page)
         return new
@@ -174,7 +211,14 @@ class VerifyingSink(DecisionsSink):
         else:
             self._done = True
         self.read += len(got)
+        if self.unobserved:
+            kept = [e for e in got if not self._left_out(e)]
+            self.left_out += len(got) - len(kept)
+            got = kept
         self.verifier.recorded(got)
+
+    def _left_out(self, env: Envelope) -> bool:
+        return env.node in self.unobserved and env.type in UNOBSERVED_TYPES
 
     async def finish(self) -> list[Mismatch]:
         """Read what is left of the run and pair the rest: the mismatches."""
@@ -189,6 +233,7 @@ async def rederive(
     *,
     started: ev.ScenarioStarted | None = None,
     progress: Callable[[int], None] | None = None,
+    unobserved: frozenset[str] = frozenset(),
 ) -> None:
     await run_feed(
         replay_feed(recorded, started),
@@ -197,6 +242,7 @@ async def rederive(
         duration=(started or recorded.started).duration,
         progress=progress,
         full_observations=recorded.full_observations,
+        unobserved=unobserved,
     )
 
 
@@ -212,6 +258,9 @@ class Replay:
     compared: int = 0
     stored_events: int = 0
     found: list[Mismatch] = field(default_factory=list)
+    #: quick: the nodes left unobserved, and their stored observations not compared
+    quiet_nodes: int = 0
+    left_out: int = 0
 
     @property
     def events_per_second(self) -> float:
@@ -228,20 +277,27 @@ async def replay_run(
     *,
     progress: Callable[[int], None] | None = None,
     verify: bool = True,
+    quick: bool = False,
 ) -> Replay:
     """Read a run and re-derive it (``ledgerlet replay``), comparing with what it stored as
-    it goes when ``verify``; :class:`NoSuchRun` if it is not there."""
+    it goes when ``verify``; :class:`NoSuchRun` if it is not there. ``quick``: no
+    observations of the nodes on which the run decided nothing (:func:`quiet_nodes`)."""
     recorded = await read_recorded(store, await resolve_run(store, run))
     began = time.perf_counter()
+    by_node = await store.types_by_node(recorded.run) if quick else {}
+    quiet = quiet_nodes(by_node)
     if not verify:
         plain = DecisionsSink()
-        await rederive(recorded, plain, progress=progress)
-        return Replay(recorded, plain.decisions, time.perf_counter() - began, stored_events=recorded.input_events)
-    sink = VerifyingSink(store, recorded.run)
-    await rederive(recorded, sink, progress=progress)
+        await rederive(recorded, plain, progress=progress, unobserved=quiet)
+        took = time.perf_counter() - began
+        return Replay(recorded, plain.decisions, took, stored_events=recorded.input_events, quiet_nodes=len(quiet))
+    sink = VerifyingSink(store, recorded.run, unobserved=quiet, types_by_node=by_node)
+    await rederive(recorded, sink, progress=progress, unobserved=quiet)
     found = await sink.finish()
     stored = recorded.input_events + sink.read
-    return Replay(recorded, sink.decisions, time.perf_counter() - began, sink.verifier.compared, stored, found)
+    took = time.perf_counter() - began
+    compared = sink.verifier.compared
+    return Replay(recorded, sink.decisions, took, compared, stored, found, len(quiet), sink.left_out)
 
 
 @dataclass

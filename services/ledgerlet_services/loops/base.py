@@ -78,6 +78,11 @@ class Loop:
     def __init__(self) -> None:
         self.cluster = ClusterView(SHARED_DECODING)
 
+    def leave_unobserved(self, nodes: frozenset[str]) -> None:
+        """Make no observations of ``nodes`` (a quick verified replay: nodes on which the
+        recorded run decided nothing), keeping their places in the order. Only the loop
+        that observes nodes has anything to leave out."""
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls.rank = rank_of(cls.name)

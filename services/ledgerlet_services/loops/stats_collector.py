@@ -24,6 +24,9 @@ class Collector(Loop):
         super().__init__()
         self.machines = Machines(self.name, self.cluster.pods, self._start)
 
+    def leave_unobserved(self, nodes: frozenset[str]) -> None:
+        self.machines.quiet = nodes
+
     def _start(self) -> datetime:
         """The run's wall-clock start (a method, not a closure: a snapshot pickles the loop)."""
         return self.cluster.settings.start
