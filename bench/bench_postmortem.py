@@ -111,7 +111,7 @@ async def main() -> None:
             assert not quick.mismatches(), quick.mismatches()[:3]
             took = quick.recorded.read_seconds + quick.derive_seconds
             print(
-                f"quick verified replay (--quick): {quick.quiet_nodes:,} quiet nodes not observed again, "
+                f"quick verified replay (--quick): {quick.quiet_count:,} quiet nodes not observed again, "
                 f"{quick.compared:,} decisions and internal events compared in {took:.2f}s "
                 f"(full: {replay.compared:,} in {rec.read_seconds + replay.derive_seconds:.2f}s), "
                 f"{quick.events_per_second:,.0f} stored events/s"

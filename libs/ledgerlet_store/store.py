@@ -146,6 +146,10 @@ class EventStore:
         #: the version of each stream this store last wrote (the fast appends)
         self._stream_versions: OrderedDict[str, int] = OrderedDict()
         self._byte_ordered: bool | None = None
+        #: a DateTime as the dialect's own bind processor writes it (SQLite: its text form)
+        self._time_in_db: Callable[[Any], Any] | None = events.c.recorded_at.type.dialect_impl(
+            engine.dialect
+        ).bind_processor(engine.dialect)
 
     # -- lifecycle ---------------------------------------------------------------
     @classmethod
@@ -330,9 +334,9 @@ class EventStore:
         return _Transaction(self)
 
     def _sqlite_time(self, at: datetime) -> Any:
-        """``at`` as SQLite's DateTime column stores it (the dialect's own conversion)."""
-        convert = events.c.recorded_at.type.bind_processor(self.engine.dialect)
-        return convert(at) if convert is not None else at
+        """``at`` as the SQLite dialect stores a DateTime (its own text form, as every
+        other row has it: the driver's default adapter would write another)."""
+        return self._time_in_db(at) if self._time_in_db is not None else at
 
     async def _index_members(self, conn: AsyncConnection, batches: Sequence[Envelope]) -> None:
         """List the members of batches just stored (``batch_members``), in the same transaction."""
@@ -438,7 +442,8 @@ class EventStore:
         """Stream a run's events by position, in batches (for replay over big stores); of
         some ``kinds`` only, if given. ``members=False`` hands out stored input batches whole
         (for a reader that feeds them to the loops, which read their members themselves).
-        ``types_only_of=(types, nodes)``: events of those types only if about those nodes."""
+        ``types_only_of=(types, nodes)``: events of those types only if about one of
+        those nodes (or about no node)."""
         last = 0
         while True:
             q = sa.select(events).where(events.c.run == run, events.c.position > last)
@@ -446,7 +451,9 @@ class EventStore:
                 q = q.where(events.c.kind.in_(list(kinds)))
             if types_only_of is not None:
                 types, nodes = types_only_of
-                q = q.where(sa.or_(events.c.type.not_in(list(types)), events.c.node.in_(list(nodes))))
+                q = q.where(
+                    sa.or_(events.c.type.not_in(list(types)), events.c.node.is_(None), events.c.node.in_(list(nodes)))
+                )
             q = q.order_by(events.c.position).limit(batch)
             rows = await self._fetch(q)
             if not rows:
@@ -874,7 +881,7 @@ def _row(e: Envelope, sid: str, version: int) -> dict[str, Any]:
         "order_key": order_key(e.order),
         "node": e.node,
         "pod": e.pod,
-        "causes": json.dumps(e.causes),
+        "causes": _CAUSES.encode(e.causes).decode(),
         "data": bytes(e.data).decode(),
         "recorded_at": datetime.now(UTC),
     }

@@ -294,9 +294,8 @@ def _pair(x: Envelope | None, y: Envelope | None) -> OutcomeChange | None:
 
 #: what a node may have stored and still count as quiet: its observations, and the status
 #: its kubelet publishes on its own (when the Node arrives or its machine is declared; a
-#: status that changes with pressure comes with a decision). A quick replay compares
-#: neither for a quiet node: the status names the node's last observation as a cause.
-UNOBSERVED_TYPES = frozenset({"NodeObserved", "NodeStatusUpdated"})
+#: status that changes with pressure comes with a decision)
+QUIET_TYPES = frozenset({"NodeObserved", "NodeStatusUpdated"})
 
 
 def quiet_nodes(types_by_node: Mapping[str, Mapping[str, int]]) -> frozenset[str]:
@@ -307,5 +306,5 @@ def quiet_nodes(types_by_node: Mapping[str, Mapping[str, int]]) -> frozenset[str
     re-derived from the stored inputs, but that nothing more would have been decided on
     a quiet node is taken from the record, not proved."""
     return frozenset(
-        node for node, types in types_by_node.items() if "NodeObserved" in types and types.keys() <= UNOBSERVED_TYPES
+        node for node, types in types_by_node.items() if "NodeObserved" in types and types.keys() <= QUIET_TYPES
     )

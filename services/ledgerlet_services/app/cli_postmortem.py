@@ -356,11 +356,12 @@ async def _replay(args: argparse.Namespace, console: Console) -> int:
             f"run {recorded.run}: {replay.stored_events:,} stored events read and re-derived in {took}", highlight=False
         )
     else:
-        left = f"; {replay.left_out:,} of their stored observations and status updates not compared" * args.verify
+        quiet = f"--quick: {replay.quiet_count:,} nodes decided nothing and were not observed again"
+        if args.verify:
+            quiet += f", {replay.left_out:,} stored observations of theirs not compared"
+        checked = replay.stored_events - replay.left_out
         console.print(
-            f"run {recorded.run}: {replay.stored_events:,} stored events in {took}; --quick: "
-            f"{replay.quiet_nodes:,} nodes decided nothing and were not observed again{left}",
-            highlight=False,
+            f"run {recorded.run}: {checked:,} stored events read and re-derived in {took}; {quiet}", highlight=False
         )
     if not args.verify:
         return EXIT_OK

@@ -28,7 +28,6 @@ from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.duration import DurationError, parse_duration
 from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.postmortem.compare import (
-    UNOBSERVED_TYPES,
     DecisionDiff,
     Mismatch,
     Verifier,
@@ -151,6 +150,9 @@ class DecisionsSink:
         return len(self.decisions) - before
 
 
+#: what a quick verification does not make again, nor compare, of a quiet node
+OBSERVED = "NodeObserved"
+
 #: how many nodes a query may name (SQLite's oldest limit on a statement's parameters is 999)
 _NAMED_NODES_MAX = 900
 
@@ -167,37 +169,34 @@ class VerifyingSink(DecisionsSink):
         run: str,
         *,
         page: int = 5000,
-        unobserved: frozenset[str] = frozenset(),
+        quiet_nodes: frozenset[str] = frozenset(),
         types_by_node: Mapping[str, Mapping[str, int]] | None = None,
     ) -> None:
-        """``unobserved``: nodes not observed again (quick), whose observations and own
-        status updates are left out of the comparison on both sides (what the kubelet
-        publishes of a node's status names the node's last observation among its causes).
-        With ``types_by_node`` (:meth:`EventStore.types_by_node`) the store does not even
-        hand them out, while the other nodes are few enough to name in the query."""
+        """``quiet_nodes``: nodes not observed again (quick). Their observations are left
+        out of the comparison on both sides, and their status updates are compared without
+        their causes (the kubelet names its node's last observation among them). With
+        ``types_by_node`` (:meth:`EventStore.types_by_node`) the store does not even hand
+        the observations out, while the other nodes are few enough to name in the query."""
         super().__init__()
         self.verifier = Verifier()
         #: stored events read, or left out unread
         self.read = 0
-        self.unobserved = unobserved
-        #: stored events left out of the comparison
+        self.quiet = quiet_nodes
+        #: stored events left out of the comparison (the quiet nodes' observations)
         self.left_out = 0
         only: tuple[Sequence[str], Sequence[str]] | None = None
-        if unobserved and types_by_node is not None:
-            others = sorted(n for n in types_by_node if n not in unobserved)
+        if quiet_nodes and types_by_node is not None:
+            others = sorted(n for n in types_by_node if n not in quiet_nodes)
             if len(others) <= _NAMED_NODES_MAX:
-                only = (sorted(UNOBSERVED_TYPES), others)
-                skipped = sum(
-                    n for node in unobserved for t, n in types_by_node.get(node, {}).items() if t in UNOBSERVED_TYPES
-                )
-                self.read = self.left_out = skipped
+                only = ([OBSERVED], others)
+                self.read = self.left_out = sum(types_by_node.get(n, {}).get(OBSERVED, 0) for n in quiet_nodes)
         self._stored = store.iter_run(run, batch=page, kinds=(INTERNAL, DECISION), types_only_of=only)
         self._page = page
         self._done = False
 
     async def append_batch(self, envelopes: Sequence[Envelope]) -> int:
         new = await super().append_batch(envelopes)
-        self.verifier.derived([e for e in envelopes if not self._left_out(e)] if self.unobserved else envelopes)
+        self.verifier.derived(self._comparable(envelopes) if self.quiet else envelopes)
         while not self._done and self.verifier.recorded_t <= self.verifier.derived_t:
             await self._read(self._page)
         return new
@@ -211,14 +210,23 @@ class VerifyingSink(DecisionsSink):
         else:
             self._done = True
         self.read += len(got)
-        if self.unobserved:
-            kept = [e for e in got if not self._left_out(e)]
+        if self.quiet:
+            kept = self._comparable(got)
             self.left_out += len(got) - len(kept)
             got = kept
         self.verifier.recorded(got)
 
-    def _left_out(self, env: Envelope) -> bool:
-        return env.node in self.unobserved and env.type in UNOBSERVED_TYPES
+    def _comparable(self, envelopes: Sequence[Envelope]) -> list[Envelope]:
+        """What is compared of ``envelopes`` when the quiet nodes are not observed."""
+        out = []
+        for e in envelopes:
+            if e.node in self.quiet:
+                if e.type == OBSERVED:
+                    continue
+                if e.type == "NodeStatusUpdated":
+                    e = msgspec.structs.replace(e, causes=[])
+            out.append(e)
+        return out
 
     async def finish(self) -> list[Mismatch]:
         """Read what is left of the run and pair the rest: the mismatches."""
@@ -233,7 +241,7 @@ async def rederive(
     *,
     started: ev.ScenarioStarted | None = None,
     progress: Callable[[int], None] | None = None,
-    unobserved: frozenset[str] = frozenset(),
+    quiet_nodes: frozenset[str] = frozenset(),
 ) -> None:
     await run_feed(
         replay_feed(recorded, started),
@@ -242,7 +250,7 @@ async def rederive(
         duration=(started or recorded.started).duration,
         progress=progress,
         full_observations=recorded.full_observations,
-        unobserved=unobserved,
+        quiet_nodes=quiet_nodes,
     )
 
 
@@ -258,14 +266,15 @@ class Replay:
     compared: int = 0
     stored_events: int = 0
     found: list[Mismatch] = field(default_factory=list)
-    #: quick: the nodes left unobserved, and their stored observations not compared
-    quiet_nodes: int = 0
+    #: quick: how many nodes were not observed again, and their stored observations not compared
+    quiet_count: int = 0
     left_out: int = 0
 
     @property
     def events_per_second(self) -> float:
-        """Stored events (inputs, internal events, decisions) verified per second, reading included."""
-        return self.stored_events / max(self.recorded.read_seconds + self.derive_seconds, 1e-9)
+        """Stored events (inputs, internal events, decisions) verified per second, reading
+        included (quick: those compared, not the quiet nodes' observations left out)."""
+        return (self.stored_events - self.left_out) / max(self.recorded.read_seconds + self.derive_seconds, 1e-9)
 
     def mismatches(self) -> list[Mismatch]:
         return self.found
@@ -288,11 +297,11 @@ async def replay_run(
     quiet = quiet_nodes(by_node)
     if not verify:
         plain = DecisionsSink()
-        await rederive(recorded, plain, progress=progress, unobserved=quiet)
+        await rederive(recorded, plain, progress=progress, quiet_nodes=quiet)
         took = time.perf_counter() - began
-        return Replay(recorded, plain.decisions, took, stored_events=recorded.input_events, quiet_nodes=len(quiet))
-    sink = VerifyingSink(store, recorded.run, unobserved=quiet, types_by_node=by_node)
-    await rederive(recorded, sink, progress=progress, unobserved=quiet)
+        return Replay(recorded, plain.decisions, took, stored_events=recorded.input_events, quiet_count=len(quiet))
+    sink = VerifyingSink(store, recorded.run, quiet_nodes=quiet, types_by_node=by_node)
+    await rederive(recorded, sink, progress=progress, quiet_nodes=quiet)
     found = await sink.finish()
     stored = recorded.input_events + sink.read
     took = time.perf_counter() - began

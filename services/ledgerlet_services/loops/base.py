@@ -78,7 +78,7 @@ class Loop:
     def __init__(self) -> None:
         self.cluster = ClusterView(SHARED_DECODING)
 
-    def leave_unobserved(self, nodes: frozenset[str]) -> None:
+    def set_quiet_nodes(self, nodes: frozenset[str]) -> None:
         """Make no observations of ``nodes`` (a quick verified replay: nodes on which the
         recorded run decided nothing), keeping their places in the order. Only the loop
         that observes nodes has anything to leave out."""

@@ -24,7 +24,7 @@ class Collector(Loop):
         super().__init__()
         self.machines = Machines(self.name, self.cluster.pods, self._start)
 
-    def leave_unobserved(self, nodes: frozenset[str]) -> None:
+    def set_quiet_nodes(self, nodes: frozenset[str]) -> None:
         self.machines.quiet = nodes
 
     def _start(self) -> datetime:

@@ -149,13 +149,13 @@ async def run_feed(
     telemetry: Telemetry | None = None,
     bus: MemoryBus | None = None,
     idle_timeout: float = IDLE_TIMEOUT,
-    unobserved: frozenset[str] = frozenset(),
+    quiet_nodes: frozenset[str] = frozenset(),
 ) -> FeedOutcome:
     """Drive a run's input events through every control loop; everything lands in ``sink``.
 
     ``ledgerlet run`` feeds a scenario's inputs and stores; replay and what-if feed the
     inputs a store recorded and collect what the loops derive, to compare
-    (``unobserved``: nodes whose observations a quick verification leaves out).
+    (``quiet_nodes``: nodes a quick verification does not observe).
     """
     # (a bounded fetch keeps the loops near each other: what they share is kept meanwhile)
     bus = bus or MemoryBus(fetch_max_bytes=FETCH_MAX_BYTES)
@@ -163,7 +163,8 @@ async def run_feed(
     # (each loop reads its topics' records, the recorder every topic's)
     shared = SharedEnvelopes({t: sum(t in kind.topics for kind in CONTROL_LOOPS) for t in ALL_TOPICS}, recorders=1)
     runners = [
-        ServiceRunner(bus, kind, telemetry=telemetry, envelopes=shared, unobserved=unobserved) for kind in CONTROL_LOOPS
+        ServiceRunner(bus, kind, telemetry=telemetry, envelopes=shared, quiet_nodes=quiet_nodes)
+        for kind in CONTROL_LOOPS
     ]
     recorder = RecorderRunner(bus, sink, full_observations=full_observations, telemetry=telemetry, envelopes=shared)
     groups = {r.group: list(r.topics) for r in runners}

@@ -71,11 +71,11 @@ class ServiceRunner:
         telemetry: Telemetry | None = None,
         envelopes: SharedEnvelopes | None = None,
         snapshots: Snapshots | None = None,
-        unobserved: frozenset[str] = frozenset(),
+        quiet_nodes: frozenset[str] = frozenset(),
     ) -> None:
         """``envelopes``: decoding shared with the other runners of an embedded run;
         ``snapshots``: where the state is checkpointed (see runtime/snapshots.py);
-        ``unobserved``: nodes the loop makes no observations of (:meth:`Loop.leave_unobserved`)."""
+        ``quiet_nodes``: nodes the loop makes no observations of (:meth:`Loop.set_quiet_nodes`)."""
         self.bus = bus
         self._decode: Callable[[bytes, str], Envelope] = (
             envelopes.decode if envelopes is not None else lambda value, _: decode_envelope(value)
@@ -91,7 +91,7 @@ class ServiceRunner:
         self.max_records = max_records
         self.telemetry = telemetry or Telemetry.disabled()
         self.snapshots = snapshots
-        self.unobserved = unobserved
+        self.quiet_nodes = quiet_nodes
         #: the offsets of a checkpoint that is due but could not start yet
         self._checkpoint_due: dict[TopicPartition, int] | None = None
         self.stats = RunnerStats()
@@ -172,8 +172,8 @@ class ServiceRunner:
             if run in self._ended:
                 return None
             svc = self.instances[run] = self.kind()
-            if self.unobserved:
-                svc.leave_unobserved(self.unobserved)
+            if self.quiet_nodes:
+                svc.set_quiet_nodes(self.quiet_nodes)
         return svc
 
     def _ended_run(self, run: str) -> None:
