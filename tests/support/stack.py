@@ -77,6 +77,16 @@ class LocalStack:
         self.procs[key] = subprocess.Popen([*CLI, "service", name], stdout=log, stderr=log, env=env)
         log.close()
 
+    def start_share(self, name: str, index: int, count: int) -> str:
+        """Start member ``index`` (from 1) of ``count`` of a split service (``--member I/N``),
+        known here, as its heartbeat file is, as ``NAME.member-I-of-N``."""
+        key = f"{name}.member-{index}-of-{count}"
+        log = open(self.log_path(key), "ab")  # noqa: SIM115 (the process owns it)
+        cmd = [*CLI, "service", name, "--member", f"{index}/{count}"]
+        self.procs[key] = subprocess.Popen(cmd, stdout=log, stderr=log, env=self.env)
+        log.close()
+        return key
+
     def member_dir(self, member: str) -> Path:
         return self.workdir / f"member-{member}"
 

@@ -7,6 +7,7 @@ the run, not from when or where it was computed (contracts/order.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import msgspec
@@ -29,6 +30,9 @@ class Emitter:
     out: list[Emitted] = field(default_factory=list)
     #: places in the order given up (:meth:`skip`)
     skipped: int = 0
+    #: whether what concerns a node (None: no node) is emitted here; what is not keeps
+    #: its place (a member's share of a split service: loop/membership.py)
+    keep: Callable[[str | None], bool] | None = None
 
     def skip(self) -> None:
         """Give up the next place in the order without emitting: what would have stood
@@ -61,6 +65,9 @@ class Emitter:
             pod=pod,
             causes=causes if causes is not None else [self.trigger.id],
         )
+        if self.keep is not None and not self.keep(node):
+            self.skipped += 1  # (another member emits it, with this very id)
+            return env
         self.out.append(Emitted(env, key if key is not None else (node or pod or "cluster")))
         return env
 

@@ -26,6 +26,7 @@ from ledgerlet_core.kubelet.config import KubeletConfig
 from ledgerlet_core.kubelet.eviction.reclaim import ReclaimAction
 from ledgerlet_core.kubelet.eviction.signals import Signal
 from ledgerlet_core.loop.emitter import Emitter
+from ledgerlet_core.loop.membership import Membership
 from ledgerlet_core.loop.timers import Timers, next_multiple
 from ledgerlet_core.model.annotations import FILESYSTEMS_ANNOTATION, WORKLOAD_ANNOTATION
 from ledgerlet_core.model.codec import convert
@@ -116,6 +117,11 @@ class Machines:
         #: nodes whose observations are not made, their places in the order kept (a quick
         #: verified replay: nodes on which the recorded run decided nothing)
         self.quiet: frozenset[str] = frozenset()
+        #: this process's share of the nodes, when the collector is split (loop/membership.py)
+        self.member: Membership | None = None
+
+    def _unobserved(self, name: str) -> bool:
+        return name in self.quiet or (self.member is not None and not self.member.owns(name))
 
     def _clock_text(self, t: int) -> str:
         start = self.start()
@@ -422,7 +428,7 @@ class Machines:
         self._schedule_kernel(node, env.t, out, acted=True)
 
     def _observe_stats(self, name: str, node: _Node, env: Envelope, report: inp.StatsReported, out: Emitter) -> None:
-        if name in self.quiet:
+        if self._unobserved(name):
             out.skip()
             return
         summary = convert(report.summary, Summary)
@@ -442,7 +448,7 @@ class Machines:
         pass (the same bytes): while a node's pods, plans and stopped containers stay as
         they were, a pass works out only the pods whose stats vary (:class:`_PassCache`)."""
         assert node.usage is not None and node.capacity is not None
-        if name in self.quiet:
+        if self._unobserved(name):
             out.skip()
             return
         t = tick.t

@@ -25,6 +25,7 @@ from rich.console import Console
 from ledgerlet_bus.api import BusTimeout
 from ledgerlet_core.contracts.decision_log import encode_records, to_records
 from ledgerlet_core.contracts.internal import RUN_FAILED
+from ledgerlet_core.loop.membership import Membership
 from ledgerlet_core.model.duration import SECOND
 from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.scenario.bounds import check_size, decode_text
@@ -35,7 +36,7 @@ from ledgerlet_services.app.cli_postmortem import add_parsers as add_postmortem_
 from ledgerlet_services.app.cli_postmortem import dispatch as dispatch_postmortem
 from ledgerlet_services.app.messages import error, warning
 from ledgerlet_services.app.report_console import rate, summary_tables, virtual_time_progress
-from ledgerlet_services.runtime.catalog import AUDIT_API, service_names
+from ledgerlet_services.runtime.catalog import AUDIT_API, parse_members, service_names
 from ledgerlet_services.runtime.distributed import DEFAULT_PARTITIONS, SnapshotEvery, UnknownService, drive, serve
 from ledgerlet_services.runtime.embedded import RunResult, ServiceFailed, new_run_id, record_outcome, run_embedded
 from ledgerlet_services.runtime.health import DEFAULT_MAX_AGE, Heartbeat, health_file, is_healthy
@@ -90,6 +91,12 @@ def _parser() -> argparse.ArgumentParser:
     drive.add_argument("--run-id", help="use this run id (ids in the log are derived from it)")
     drive.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     drive.add_argument(
+        "--members",
+        default=os.environ.get("LEDGERLET_MEMBERS", ""),
+        help="services split between several members, NAME=N[,NAME=N] (env LEDGERLET_MEMBERS): the clock "
+        "waits for each member (so far only stats-collector can be split; see `service --member`)",
+    )
+    drive.add_argument(
         "--idle-timeout",
         type=float,
         default=float(os.environ.get("LEDGERLET_IDLE_TIMEOUT", "600")),
@@ -108,6 +115,12 @@ def _parser() -> argparse.ArgumentParser:
         "one process of a service is active and any others stand by",
     )
     service.add_argument(
+        "--member",
+        default=os.environ.get("LEDGERLET_MEMBER") or None,
+        help="I/N: run as member I of N of a split service, observing its share of the nodes (env "
+        "LEDGERLET_MEMBER; only stats-collector, so far); drive with --members NAME=N",
+    )
+    service.add_argument(
         "--snapshot-records",
         type=int,
         default=int(os.environ.get("LEDGERLET_SNAPSHOT_RECORDS", DEFAULT_EVERY_RECORDS)),
@@ -124,6 +137,7 @@ def _parser() -> argparse.ArgumentParser:
 
     health = sub.add_parser("health", help="exit 0 if the named service's loop turned recently (health checks)")
     health.add_argument("name", choices=service_names())
+    health.add_argument("--member", default=os.environ.get("LEDGERLET_MEMBER") or None, help="I/N, as the service's")
     health.add_argument("--max-age", type=float, default=DEFAULT_MAX_AGE, help=f"seconds (default {DEFAULT_MAX_AGE:g})")
 
     add_postmortem_parsers(sub)
@@ -302,6 +316,11 @@ async def _drive(args: argparse.Namespace, console: Console) -> int:
         return EXIT_BAD_INPUT
     for w in scenario.warnings:
         warning(f"{scenario.source}: {w}")
+    try:
+        members = parse_members(args.members)
+    except ValueError as exc:
+        error(str(exc))
+        return EXIT_BAD_INPUT
     telemetry = Telemetry.from_env("driver")
     try:
         with virtual_time_progress(console, scenario.duration, enabled=not args.quiet and console.is_terminal) as cb:
@@ -314,6 +333,7 @@ async def _drive(args: argparse.Namespace, console: Console) -> int:
                 progress=cb,
                 idle_timeout=args.idle_timeout,
                 telemetry=telemetry,
+                members=members,
             )
     except BusTimeout as exc:
         error(str(exc))
@@ -329,6 +349,11 @@ def _service(args: argparse.Namespace) -> int:
         return _audit_service(args)
     if not args.bus:
         error("service needs --bus (or LEDGERLET_BUS)")
+        return EXIT_BAD_INPUT
+    try:
+        member = Membership.parse(args.member) if args.member else None
+    except ValueError as exc:
+        error(f"--member: {exc}")
         return EXIT_BAD_INPUT
     logging.basicConfig(
         level=os.environ.get("LEDGERLET_LOG_LEVEL", "INFO").upper(),
@@ -347,9 +372,10 @@ def _service(args: argparse.Namespace) -> int:
             partitions=args.partitions,
             telemetry=Telemetry.from_env(args.name),
             stop=stop,
-            heartbeat=Heartbeat(health_file(args.name)),
+            heartbeat=Heartbeat(health_file(_health_name(args.name, member))),
             snapshot_every=SnapshotEvery(args.snapshot_records, args.snapshot_seconds),
             lease=not args.no_lease,
+            member=member,
         )
 
     try:
@@ -452,6 +478,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 128 + int(signal.SIGINT)
 
 
+def _health(args: argparse.Namespace) -> int:
+    try:
+        member = Membership.parse(args.member) if args.member else None
+    except ValueError as exc:
+        error(f"--member: {exc}")
+        return EXIT_BAD_INPUT
+    return EXIT_OK if is_healthy(_health_name(args.name, member), args.max_age) else EXIT_FAILED
+
+
+def _health_name(name: str, member: Membership | None) -> str:
+    """What a service's heartbeat file is named by (a member's its own: several may share a host)."""
+    return f"{name}.{member.suffix}" if member is not None else name
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     console = Console(stderr=False)
     if not console.is_terminal:
@@ -468,7 +508,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "service":
         return _service(args)
     if args.command == "health":
-        return EXIT_OK if is_healthy(args.name, args.max_age) else EXIT_FAILED
+        return _health(args)
     if args.command == "contracts":
         return _contracts(args, console)
     if args.command in POSTMORTEM_COMMANDS:

@@ -27,6 +27,7 @@ from ledgerlet_core.contracts.order import rank_of
 from ledgerlet_core.contracts.registry import EVENT_TYPES, decoder_for
 from ledgerlet_core.contracts.topics import topic_of
 from ledgerlet_core.loop.emitter import Emitter
+from ledgerlet_core.loop.membership import Membership
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -73,10 +74,16 @@ class Loop:
     name: ClassVar[str]
     topics: ClassVar[tuple[str, ...]]
     rank: ClassVar[int]
+    #: whether several members may share the loop's work (:meth:`set_membership`)
+    splittable: ClassVar[bool] = False
     _routes: ClassVar[dict[str, _Route]]
 
     def __init__(self) -> None:
         self.cluster = ClusterView(SHARED_DECODING)
+
+    def set_membership(self, member: Membership) -> None:
+        """Take only ``member``'s share of the work (a split service: loop/membership.py)."""
+        raise ValueError(f"{self.name} cannot be split between members (only the stats collector can, so far)")
 
     def set_quiet_nodes(self, nodes: frozenset[str]) -> None:
         """Make no observations of ``nodes`` (a quick verified replay: nodes on which the

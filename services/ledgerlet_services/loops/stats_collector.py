@@ -12,6 +12,7 @@ from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import ClockTick, PodStarted
 from ledgerlet_core.contracts.topics import CLOCK, DECISIONS, INPUTS
 from ledgerlet_core.loop.emitter import Emitter
+from ledgerlet_core.loop.membership import Membership
 from ledgerlet_core.node_sim.machines import Machines
 from ledgerlet_services.loops.base import Loop, on
 
@@ -23,6 +24,11 @@ class Collector(Loop):
     def __init__(self) -> None:
         super().__init__()
         self.machines = Machines(self.name, self.cluster.pods, self._start)
+
+    splittable = True
+
+    def set_membership(self, member: Membership) -> None:
+        self.machines.member = member
 
     def set_quiet_nodes(self, nodes: frozenset[str]) -> None:
         self.machines.quiet = nodes

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
+from ledgerlet_core.loop.membership import Membership
 from ledgerlet_services.loops.base import Loop
 from ledgerlet_services.loops.controller_manager import ControllerManager
 from ledgerlet_services.loops.kubelet import EvictionManager
@@ -44,9 +45,31 @@ def control_loop(name: str) -> type[Loop] | None:
     return next((s for s in CONTROL_LOOPS if s.name == name), None)
 
 
-def loop_groups() -> Mapping[str, Sequence[str]]:
-    """Consumer groups the clock waits for, with the topics each one reads."""
-    return {s.name: list(s.topics) for s in CONTROL_LOOPS}
+def loop_groups(members: Mapping[str, int] | None = None) -> Mapping[str, Sequence[str]]:
+    """Consumer groups the clock waits for, with the topics each one reads; a service
+    split between ``members[name]`` members has a group per member."""
+    out: dict[str, Sequence[str]] = {}
+    for s in CONTROL_LOOPS:
+        n = (members or {}).get(s.name, 1)
+        for i in range(n):
+            out[f"{s.name}.{Membership(i, n).suffix}" if n > 1 else s.name] = list(s.topics)
+    return out
+
+
+def parse_members(text: str) -> dict[str, int]:
+    """``NAME=N[,NAME=N]``: how many members each split service runs as (``ledgerlet
+    drive --members``); ValueError naming what is wrong."""
+    out: dict[str, int] = {}
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        name, sep, count = part.partition("=")
+        kind = control_loop(name)
+        if not sep or not count.isdigit() or int(count) < 1:
+            raise ValueError(f"--members: expected NAME=N, got {part!r}")
+        if kind is None or not kind.splittable:
+            splittable = ", ".join(s.name for s in CONTROL_LOOPS if s.splittable)
+            raise ValueError(f"--members: {name!r} cannot be split between members (can: {splittable})")
+        out[name] = int(count)
+    return out
 
 
 def recorder_groups() -> Mapping[str, Sequence[str]]:

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -20,6 +20,7 @@ from ledgerlet_bus.kafka import KafkaBus
 from ledgerlet_bus.retry import with_backoff
 from ledgerlet_core.contracts.internal import RUN_COMPLETED
 from ledgerlet_core.contracts.registry import DECISION
+from ledgerlet_core.loop.membership import Membership
 from ledgerlet_core.scenario.feed import scenario_feed
 from ledgerlet_core.scenario.load import Scenario
 from ledgerlet_services.runtime.catalog import control_loop, loop_groups, recorder_groups, service_names
@@ -80,18 +81,24 @@ async def serve(
     lag_every: float = 5.0,
     snapshot_every: SnapshotEvery | None = None,
     lease: bool = True,
+    member: Membership | None = None,
 ) -> None:
     """Run one service until ``stop`` is set (SIGTERM): it finishes its batch and leaves.
 
     A control loop with a store checkpoints its state there (``snapshot_every``; records
     0 turns it off), so a restart folds only what came after the newest checkpoint. With
     a PostgreSQL store, the service first takes its lease (``lease``): several processes
-    may run it, one is active and the others stand by (runtime/lease.py)."""
+    may run it, one is active and the others stand by (runtime/lease.py). ``member``: this
+    process's share of a split service (loop/membership.py); each member has a group,
+    lease and snapshot of its own."""
     kind = control_loop(name)
     if kind is None and name != RECORDER:
         raise UnknownService(f"unknown service {name!r}; services: {', '.join(service_names())}")
     if kind is None and not store_dsn:
         raise UnknownService(f"{name} needs --store (or LEDGERLET_STORE)")
+    if member is not None and (kind is None or not kind.splittable):
+        raise UnknownService(f"{name} cannot be split between members (only the stats collector can, so far)")
+    group = f"{name}.{member.suffix}" if member is not None else name
     telemetry = telemetry or Telemetry.disabled()
     stop = stop or asyncio.Event()
     bus = await open_bus(bus_url, client_id=f"ledgerlet-{name}", partitions=partitions)
@@ -100,7 +107,9 @@ async def serve(
     try:
         if store_dsn and (kind is None or every.records > 0):
             store = await open_store(store_dsn)
-        groups = {name: list(kind.topics)} if kind is not None else {g: list(ts) for g, ts in recorder_groups().items()}
+        groups = (
+            {group: list(kind.topics)} if kind is not None else {g: list(ts) for g, ts in recorder_groups().items()}
+        )
         current_store = store
 
         def make_runner() -> ServiceRunner | RecorderRunner:
@@ -109,16 +118,16 @@ async def serve(
                 return RecorderRunner(bus, current_store, telemetry=telemetry)
             snapshots = None
             if current_store is not None and every.records > 0:
-                key = bus.physical(kind.name)
+                key = bus.physical(group)
                 snapshots = Snapshots(
                     current_store, key, every_records=every.records, every_seconds=every.seconds, host_slot=HOST_SLOT
                 )
-            return ServiceRunner(bus, kind, telemetry=telemetry, snapshots=snapshots)
+            return ServiceRunner(bus, kind, telemetry=telemetry, snapshots=snapshots, member=member)
 
-        held = Lease(store_dsn, bus.physical(name)) if lease and store_dsn and is_postgres(store_dsn) else None
+        held = Lease(store_dsn, bus.physical(group)) if lease and store_dsn and is_postgres(store_dsn) else None
         reporter = asyncio.create_task(_report_lag(bus, groups, telemetry, lag_every))
         try:
-            await _serve_runners(name, make_runner, held, stop, heartbeat, bus_url)
+            await _serve_runners(group, make_runner, held, stop, heartbeat, bus_url)
         finally:
             reporter.cancel()
     finally:
@@ -185,9 +194,11 @@ async def drive(
     progress: Callable[[int], None] | None = None,
     idle_timeout: float = 600.0,
     telemetry: Telemetry | None = None,
+    members: Mapping[str, int] | None = None,
 ) -> RunResult:
     """Feed a scenario to the running stack and keep its clock; return its decisions
-    once the recorder has stored everything."""
+    once the recorder has stored everything (``members``: the services split between
+    members, and how many: the clock waits for every member's group)."""
     run_id = run or new_run_id()
     began = time.perf_counter()
     bus = await open_bus(bus_url, client_id="ledgerlet-driver", partitions=partitions)
@@ -197,7 +208,7 @@ async def drive(
             scenario_feed(scenario, run_id),
             run=run_id,
             duration=scenario.duration,
-            groups=loop_groups(),
+            groups=loop_groups(members),
             followers=recorder_groups(),
             progress=progress,
             idle_timeout=idle_timeout,

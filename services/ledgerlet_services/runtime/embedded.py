@@ -10,7 +10,7 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ledgerlet_bus.memory import MemoryBus
@@ -18,6 +18,7 @@ from ledgerlet_core.contracts import order
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import RUN_COMPLETED, RUN_FAILED, RunEnded
 from ledgerlet_core.contracts.registry import DECISION, make_envelope
+from ledgerlet_core.loop.membership import Membership
 from ledgerlet_core.model.k8s.objects import AnyObject, Node, Pod
 from ledgerlet_core.scenario.feed import scenario_feed
 from ledgerlet_core.scenario.load import Scenario
@@ -135,6 +136,9 @@ class FeedOutcome:
     driver: DriverStats
     events_stored: int
     service_events: dict[str, int]
+    #: by group: what each runner emitted, and its seconds of handling
+    service_out: dict[str, int] = field(default_factory=dict)
+    service_busy: dict[str, float] = field(default_factory=dict)
 
 
 async def run_feed(
@@ -150,21 +154,30 @@ async def run_feed(
     bus: MemoryBus | None = None,
     idle_timeout: float = IDLE_TIMEOUT,
     quiet_nodes: frozenset[str] = frozenset(),
+    members: Mapping[str, int] | None = None,
 ) -> FeedOutcome:
     """Drive a run's input events through every control loop; everything lands in ``sink``.
 
     ``ledgerlet run`` feeds a scenario's inputs and stores; replay and what-if feed the
     inputs a store recorded and collect what the loops derive, to compare
-    (``quiet_nodes``: nodes a quick verification does not observe).
+    (``quiet_nodes``: nodes a quick verification does not observe; ``members``: services
+    split between that many members, each with its own group, as ``ledgerlet service
+    NAME --member I/N`` runs them).
     """
     # (a bounded fetch keeps the loops near each other: what they share is kept meanwhile)
     bus = bus or MemoryBus(fetch_max_bytes=FETCH_MAX_BYTES)
     await bus.create_topics(topic_specs(partitions))
     # (each loop reads its topics' records, the recorder every topic's)
-    shared = SharedEnvelopes({t: sum(t in kind.topics for kind in CONTROL_LOOPS) for t in ALL_TOPICS}, recorders=1)
-    runners = [
-        ServiceRunner(bus, kind, telemetry=telemetry, envelopes=shared, quiet_nodes=quiet_nodes)
+    shares = [
+        (kind, Membership(i, n) if n > 1 else None)
         for kind in CONTROL_LOOPS
+        for n in [(members or {}).get(kind.name, 1)]
+        for i in range(n)
+    ]
+    shared = SharedEnvelopes({t: sum(t in kind.topics for kind, _ in shares) for t in ALL_TOPICS}, recorders=1)
+    runners = [
+        ServiceRunner(bus, kind, telemetry=telemetry, envelopes=shared, quiet_nodes=quiet_nodes, member=member)
+        for kind, member in shares
     ]
     recorder = RecorderRunner(bus, sink, full_observations=full_observations, telemetry=telemetry, envelopes=shared)
     groups = {r.group: list(r.topics) for r in runners}
@@ -212,6 +225,8 @@ async def run_feed(
         driver=driver.stats,
         events_stored=recorder.appended,
         service_events={r.group: r.stats.events_in for r in runners},
+        service_out={r.group: r.stats.events_out for r in runners},
+        service_busy={r.group: r.stats.busy_seconds for r in runners},
     )
 
 

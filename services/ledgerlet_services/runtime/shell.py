@@ -36,6 +36,7 @@ from ledgerlet_bus.retry import Stopped, with_backoff
 from ledgerlet_core.contracts.batch import BATCH, expand
 from ledgerlet_core.contracts.envelope import Envelope, decode_envelope, encode_envelope
 from ledgerlet_core.loop.emitter import Emitter
+from ledgerlet_core.loop.membership import Membership
 from ledgerlet_services.loops.base import Loop
 from ledgerlet_services.runtime.dedupe import RecentIds
 from ledgerlet_services.runtime.outgoing import Outgoing, routed
@@ -58,6 +59,8 @@ class RunnerStats:
     #: records read back at the start (from the snapshot's offsets on, where there was one)
     rebuilt_records: int = 0
     by_type: dict[str, int] = field(default_factory=dict)
+    #: wall seconds spent handling batches (a split service's members compare by it)
+    busy_seconds: float = 0.0
 
 
 class ServiceRunner:
@@ -72,10 +75,15 @@ class ServiceRunner:
         envelopes: SharedEnvelopes | None = None,
         snapshots: Snapshots | None = None,
         quiet_nodes: frozenset[str] = frozenset(),
+        member: Membership | None = None,
     ) -> None:
         """``envelopes``: decoding shared with the other runners of an embedded run;
         ``snapshots``: where the state is checkpointed (see runtime/snapshots.py);
-        ``quiet_nodes``: nodes the loop makes no observations of (:meth:`Loop.set_quiet_nodes`)."""
+        ``quiet_nodes``: nodes the loop makes no observations of (:meth:`Loop.set_quiet_nodes`);
+        ``member``: this runner's share of a split service (loop/membership.py), whose group
+        is its own (every member reads every record)."""
+        if member is not None and not service.splittable:
+            raise ValueError(f"{service.name} cannot be split between members (only the stats collector can, so far)")
         self.bus = bus
         self._decode: Callable[[bytes, str], Envelope] = (
             envelopes.decode if envelopes is not None else lambda value, _: decode_envelope(value)
@@ -87,7 +95,9 @@ class ServiceRunner:
         self.name = service.name
         self.rank = service.rank
         self.topics = service.topics
-        self.group = group or service.name
+        self.member = member
+        self._keep = member.keeps if member is not None else None
+        self.group = group or (f"{service.name}.{member.suffix}" if member is not None else service.name)
         self.max_records = max_records
         self.telemetry = telemetry or Telemetry.disabled()
         self.snapshots = snapshots
@@ -145,6 +155,7 @@ class ServiceRunner:
                 took = time.perf_counter() - began
                 self.telemetry.batch_done(self.name, outgoing, took)
                 self.stats.events_out += len(outgoing)
+                self.stats.busy_seconds += took
                 offsets = self.commit_offsets(records)
                 committed = await self._commit(consumer, offsets)
                 if self.snapshots is not None:
@@ -174,6 +185,8 @@ class ServiceRunner:
             svc = self.instances[run] = self.kind()
             if self.quiet_nodes:
                 svc.set_quiet_nodes(self.quiet_nodes)
+            if self.member is not None:
+                svc.set_membership(self.member)
         return svc
 
     def _ended_run(self, run: str) -> None:
@@ -324,7 +337,7 @@ class ServiceRunner:
             for member in members:
                 if not svc.wants(member):
                     continue
-                emitter = Emitter(member, self.rank)
+                emitter = Emitter(member, self.rank, keep=self._keep)
                 steps = svc.handle(member, emitter, memo)
                 for _ in steps if steps is not None else ():  # (inputs are handled at once)
                     pass
@@ -351,7 +364,7 @@ class ServiceRunner:
             return
         if len(env.order) <= 2:  # a root step (see root_of)
             self._last_root[env.run] = key or env.sort_key()
-        emitter = Emitter(env, self.rank)
+        emitter = Emitter(env, self.rank, keep=self._keep)
         if outgoing is not None:
             self.stats.events_in += 1
             by_type = self.stats.by_type

@@ -1,0 +1,48 @@
+"""One member's share of a service whose work is split between several (issue 19).
+
+The stats collector's work is per node, and its passes over the nodes can be shared out
+without changing a single event id: every member folds everything and keeps the same
+state, but makes only its own nodes' observations (the expensive part) and emits only
+what concerns its own nodes (what concerns no node, member 1 emits). The places of what
+it leaves to the others are kept (:meth:`~ledgerlet_core.loop.emitter.Emitter.skip`), so
+every event has the id, and the same content, that one member alone would give it.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Membership:
+    """Member ``index`` (from 0) of ``count``."""
+
+    index: int
+    count: int
+
+    def __post_init__(self) -> None:
+        if self.count < 1 or not 0 <= self.index < self.count:
+            raise ValueError(f"member {self.index + 1} of {self.count}: expected 1..{self.count}")
+
+    @classmethod
+    def parse(cls, text: str) -> Membership:
+        """``I/N``: member I (from 1) of N."""
+        try:
+            i, n = (int(part) for part in text.split("/"))
+        except ValueError:
+            raise ValueError(f"expected I/N (member I of N, from 1), got {text!r}") from None
+        return cls(i - 1, n)
+
+    def owns(self, node: str) -> bool:
+        """Whether this member observes ``node`` (a stable hash: every member agrees)."""
+        return zlib.crc32(node.encode()) % self.count == self.index
+
+    def keeps(self, node: str | None) -> bool:
+        """Whether this member emits what concerns ``node`` (None: no node)."""
+        return self.owns(node) if node else self.index == 0
+
+    @property
+    def suffix(self) -> str:
+        """What the member's consumer group, lease and snapshot are named with."""
+        return f"member-{self.index + 1}-of-{self.count}"

@@ -1,0 +1,90 @@
+"""The stats collector split between members (loop/membership.py), on the embedded run:
+every golden case gives its golden log byte for byte with three members, and the members
+share the observations out, each made once."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from typing import Any
+
+import pytest
+
+from ledgerlet_bus.memory import MemoryBus
+from ledgerlet_core.contracts.decision_log import encode_records, to_records
+from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.loop.membership import Membership
+from ledgerlet_core.scenario.load import load_scenario
+from ledgerlet_services.app.replay import DecisionsSink
+from ledgerlet_services.loops.kubelet import EvictionManager
+from ledgerlet_services.runtime.catalog import loop_groups, parse_members
+from ledgerlet_services.runtime.embedded import FeedOutcome, _seeded_feed, run_feed
+from ledgerlet_services.runtime.shell import ServiceRunner
+from tests.golden.cases import LOGS, ROOT, RUN_ID, cases
+
+
+async def _run(text: str, source: str, members: int) -> tuple[bytes, FeedOutcome]:
+    scenario = load_scenario(text, source)
+    sink = DecisionsSink()
+    outcome = await run_feed(
+        _seeded_feed(scenario, RUN_ID),
+        sink,
+        run=RUN_ID,
+        duration=scenario.duration,
+        members={"stats-collector": members},
+    )
+    decisions = sorted(sink.decisions.values(), key=Envelope.sort_key)
+    return encode_records(to_records(decisions, scenario.start)), outcome
+
+
+@pytest.mark.parametrize("name", sorted(cases()))
+async def test_three_members_give_the_golden_log(name: str) -> None:
+    log, _ = await _run(*cases()[name](), members=3)
+    assert log == (LOGS / f"{name}.jsonl").read_bytes()
+
+
+def _fleet() -> tuple[str, str]:
+    spec = importlib.util.spec_from_file_location("bench_fleet", ROOT / "bench" / "fleet.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    doc: dict[str, Any] = module.fleet(40, 10, duration="5m")
+    return json.dumps(doc), "fleet.json"
+
+
+async def test_members_share_the_observations_out_each_made_once() -> None:
+    one_log, one = await _run(*_fleet(), members=1)
+    for n in (2, 4):
+        log, split = await _run(*_fleet(), members=n)
+        assert log == one_log
+        shares = {g: k for g, k in split.service_out.items() if g.startswith("stats-collector.member-")}
+        assert len(shares) == n and all(k > 0 for k in shares.values()), shares
+        assert sum(shares.values()) == one.service_out["stats-collector"]  # nothing twice, nothing lost
+
+
+def test_membership() -> None:
+    assert Membership.parse("2/3") == Membership(1, 3)
+    for bad in ("0/3", "4/3", "3", "a/b", "1/0"):
+        with pytest.raises(ValueError, match="expected"):
+            Membership.parse(bad)
+    members = [Membership(i, 3) for i in range(3)]
+    nodes = [f"node-{i:04d}" for i in range(300)]
+    for node in nodes:
+        assert sum(m.owns(node) for m in members) == 1  # every node has one owner
+        assert [m.keeps(node) for m in members] == [m.owns(node) for m in members]
+    assert [m.keeps(None) for m in members] == [True, False, False]  # what concerns no node: member 1
+    assert all(sum(m.owns(n) for n in nodes) > 60 for m in members)  # shared out, roughly evenly
+    assert Membership(0, 3).suffix == "member-1-of-3"
+
+
+def test_only_the_collector_can_be_split() -> None:
+    assert parse_members("stats-collector=3") == {"stats-collector": 3}
+    assert list(loop_groups({"stats-collector": 2}))[:2] == [
+        "stats-collector.member-1-of-2",
+        "stats-collector.member-2-of-2",
+    ]
+    for bad in ("eviction-manager=2", "stats-collector", "stats-collector=0", "nope=2"):
+        with pytest.raises(ValueError, match="--members"):
+            parse_members(bad)
+    with pytest.raises(ValueError, match="cannot be split"):
+        ServiceRunner(MemoryBus(), EvictionManager, member=Membership(0, 2))
