@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from typing import Any
 
 import jsonschema
 import yaml
 
 from ledgerlet_bus.kafka import parse_bus_url
-from ledgerlet_services.runtime.catalog import needs_bus, service_names
+from ledgerlet_services.runtime.catalog import needs_bus, parse_members, service_names
 from tests.conftest import ROOT
 
 #: the schema the issue names, when the shared tree is there; the vendored copy otherwise
@@ -101,3 +102,29 @@ def test_dockerfile_copies_what_the_package_needs() -> None:
     assert len(stages) >= 2 and stages[-1][1] == ""  # built in a stage of its own; one image ships
     ledgerlet = [svc for svc in _compose()["services"].values() if "build" in svc]
     assert {svc["image"] for svc in ledgerlet} == {"ledgerlet:dev"}  # one image for every service
+
+
+def test_the_collector_members_override_splits_the_collector_three_ways() -> None:
+    """``docker compose -f compose.yaml -f deploy/compose.collector-members.yaml``, as
+    compose itself merges it: members 1/3..3/3, each health-checked as the service is,
+    and the example's driver waiting for the three."""
+    from tests.compose.stack import compose_binary
+
+    merged = subprocess.run(
+        [str(compose_binary()), "-f", "compose.yaml", "-f", "deploy/compose.collector-members.yaml", "config"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    services = yaml.safe_load(merged)["services"]
+    members = ["stats-collector", "stats-collector-2", "stats-collector-3"]
+    assert [services[m]["environment"]["LEDGERLET_MEMBER"] for m in members] == ["1/3", "2/3", "3/3"]
+    bus = services["eviction-manager"]["environment"]["LEDGERLET_BUS"]
+    for m in members:
+        assert services[m]["command"] == ["service", "stats-collector"]
+        assert services[m]["healthcheck"]["test"] == ["CMD", "ledgerlet", "health", "stats-collector"]
+        assert services[m]["environment"]["LEDGERLET_BUS"] == bus
+    example = services["example"]
+    assert parse_members(example["environment"]["LEDGERLET_MEMBERS"]) == {"stats-collector": 3}
+    assert all(example["depends_on"][m]["condition"] == "service_healthy" for m in members)
