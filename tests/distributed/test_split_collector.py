@@ -69,4 +69,4 @@ def test_a_member_killed_mid_run_and_started_again_loses_nothing(stack: LocalSta
     embedded, distributed, log_e, log_d = _run_with_fault(stack, tmp_path, kill_and_restart, at_fraction=0.4)
     assert_same_events(embedded, distributed)
     assert log_d == log_e
-    assert "rebuilt state from" in stack.log_path(member).read_text()
+    assert stack.log_path(member).read_text().count("rebuilt state from") >= 2  # started, then again

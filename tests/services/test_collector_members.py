@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -62,8 +64,44 @@ async def test_members_share_the_observations_out_each_made_once() -> None:
         assert sum(shares.values()) == one.service_out["stats-collector"]  # nothing twice, nothing lost
 
 
+class _Everything(DecisionsSink):
+    """Every event the loops emit, by id (observations in full)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: dict[str, tuple[str, bytes, list[str], list[int]]] = {}
+
+    async def append_batch(self, envelopes: Sequence[Envelope]) -> int:
+        for e in envelopes:
+            assert e.id not in self.events or self.events[e.id][1] == bytes(e.data), f"{e.type} {e.id} twice, unlike"
+            self.events[e.id] = (e.type, bytes(e.data), e.causes, e.order)
+        return len(envelopes)
+
+
+async def _every_event(text: str, source: str, members: int) -> dict[str, tuple[str, bytes, list[str], list[int]]]:
+    scenario = load_scenario(text, source)
+    sink = _Everything()
+    await run_feed(
+        _seeded_feed(scenario, RUN_ID),
+        sink,
+        run=RUN_ID,
+        duration=scenario.duration,
+        members={"stats-collector": members},
+        full_observations=True,
+    )
+    return sink.events
+
+
+@pytest.mark.parametrize("name", sorted(cases()))
+async def test_three_members_emit_every_event_one_collector_does(name: str) -> None:
+    """Not only the decisions: every observation, timer and tick, by id, data, causes, order."""
+    one = await _every_event(*cases()[name](), members=1)
+    assert await _every_event(*cases()[name](), members=3) == one
+
+
 def test_membership() -> None:
     assert Membership.parse("2/3") == Membership(1, 3)
+    assert Membership.parse("1/1") is None  # the whole work: no split, the unsplit group
     for bad in ("0/3", "4/3", "3", "a/b", "1/0"):
         with pytest.raises(ValueError, match="expected"):
             Membership.parse(bad)
@@ -83,8 +121,32 @@ def test_only_the_collector_can_be_split() -> None:
         "stats-collector.member-1-of-2",
         "stats-collector.member-2-of-2",
     ]
-    for bad in ("eviction-manager=2", "stats-collector", "stats-collector=0", "nope=2"):
+    for bad in (
+        "eviction-manager=2",
+        "stats-collector",
+        "stats-collector=0",
+        "nope=2",
+        "stats-collector=2,stats-collector=3",
+    ):
         with pytest.raises(ValueError, match="--members"):
             parse_members(bad)
     with pytest.raises(ValueError, match="cannot be split"):
         ServiceRunner(MemoryBus(), EvictionManager, member=Membership(0, 2))
+
+
+def test_health_reads_the_members_heartbeat_and_others_ignore_the_member(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``LEDGERLET_MEMBER`` set for a container: the collector's health check reads its
+    member's heartbeat; a service that cannot be split ignores the variable."""
+    from ledgerlet_services.app.cli import main
+    from ledgerlet_services.runtime import health
+
+    monkeypatch.setattr(health, "HEALTH_DIR", tmp_path)
+    monkeypatch.setenv("LEDGERLET_MEMBER", "2/3")
+    assert main(["health", "stats-collector"]) == 1
+    (tmp_path / "ledgerlet-stats-collector.member-2-of-3.alive").touch()
+    assert main(["health", "stats-collector"]) == 0
+    assert main(["health", "eviction-manager"]) == 1
+    (tmp_path / "ledgerlet-eviction-manager.alive").touch()
+    assert main(["health", "eviction-manager"]) == 0

@@ -156,7 +156,7 @@ class LocalStack:
         if code != 0:
             raise RuntimeError(
                 f"ledgerlet drive exited {code}:\n{(self.workdir / f'drive-{run_id}.log').read_text()}\n"
-                + "\n".join(f"--- {n}\n{self.tail(n)}" for n in service_names())
+                + "\n".join(f"--- {n}\n{self.tail(n)}" for n in (self.procs or service_names()))
             )
 
     def tail(self, name: str, lines: int = 30) -> str:

@@ -26,13 +26,14 @@ class Membership:
             raise ValueError(f"member {self.index + 1} of {self.count}: expected 1..{self.count}")
 
     @classmethod
-    def parse(cls, text: str) -> Membership:
-        """``I/N``: member I (from 1) of N."""
+    def parse(cls, text: str) -> Membership | None:
+        """``I/N``: member I (from 1) of N; None for ``1/1`` (the whole work: no split)."""
         try:
             i, n = (int(part) for part in text.split("/"))
         except ValueError:
             raise ValueError(f"expected I/N (member I of N, from 1), got {text!r}") from None
-        return cls(i - 1, n)
+        member = cls(i - 1, n)
+        return member if n > 1 else None
 
     def owns(self, node: str) -> bool:
         """Whether this member observes ``node`` (a stable hash: every member agrees)."""
@@ -46,3 +47,8 @@ class Membership:
     def suffix(self) -> str:
         """What the member's consumer group, lease and snapshot are named with."""
         return f"member-{self.index + 1}-of-{self.count}"
+
+
+def group_of(service: str, member: Membership | None) -> str:
+    """The consumer group (and lease, snapshot and heartbeat name) of a service's member."""
+    return f"{service}.{member.suffix}" if member is not None and member.count > 1 else service

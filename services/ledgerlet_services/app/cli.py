@@ -25,7 +25,7 @@ from rich.console import Console
 from ledgerlet_bus.api import BusTimeout
 from ledgerlet_core.contracts.decision_log import encode_records, to_records
 from ledgerlet_core.contracts.internal import RUN_FAILED
-from ledgerlet_core.loop.membership import Membership
+from ledgerlet_core.loop.membership import Membership, group_of
 from ledgerlet_core.model.duration import SECOND
 from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.scenario.bounds import check_size, decode_text
@@ -36,7 +36,7 @@ from ledgerlet_services.app.cli_postmortem import add_parsers as add_postmortem_
 from ledgerlet_services.app.cli_postmortem import dispatch as dispatch_postmortem
 from ledgerlet_services.app.messages import error, warning
 from ledgerlet_services.app.report_console import rate, summary_tables, virtual_time_progress
-from ledgerlet_services.runtime.catalog import AUDIT_API, parse_members, service_names
+from ledgerlet_services.runtime.catalog import AUDIT_API, control_loop, parse_members, service_names
 from ledgerlet_services.runtime.distributed import DEFAULT_PARTITIONS, SnapshotEvery, UnknownService, drive, serve
 from ledgerlet_services.runtime.embedded import RunResult, ServiceFailed, new_run_id, record_outcome, run_embedded
 from ledgerlet_services.runtime.health import DEFAULT_MAX_AGE, Heartbeat, health_file, is_healthy
@@ -116,9 +116,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     service.add_argument(
         "--member",
-        default=os.environ.get("LEDGERLET_MEMBER") or None,
+        default=None,
         help="I/N: run as member I of N of a split service, observing its share of the nodes (env "
-        "LEDGERLET_MEMBER; only stats-collector, so far); drive with --members NAME=N",
+        "LEDGERLET_MEMBER, which services that cannot be split ignore; only stats-collector, so far); "
+        "drive with --members NAME=N",
     )
     service.add_argument(
         "--snapshot-records",
@@ -137,7 +138,7 @@ def _parser() -> argparse.ArgumentParser:
 
     health = sub.add_parser("health", help="exit 0 if the named service's loop turned recently (health checks)")
     health.add_argument("name", choices=service_names())
-    health.add_argument("--member", default=os.environ.get("LEDGERLET_MEMBER") or None, help="I/N, as the service's")
+    health.add_argument("--member", default=None, help="I/N, as the service's (env LEDGERLET_MEMBER)")
     health.add_argument("--max-age", type=float, default=DEFAULT_MAX_AGE, help=f"seconds (default {DEFAULT_MAX_AGE:g})")
 
     add_postmortem_parsers(sub)
@@ -351,7 +352,7 @@ def _service(args: argparse.Namespace) -> int:
         error("service needs --bus (or LEDGERLET_BUS)")
         return EXIT_BAD_INPUT
     try:
-        member = Membership.parse(args.member) if args.member else None
+        member = _member(args)
     except ValueError as exc:
         error(f"--member: {exc}")
         return EXIT_BAD_INPUT
@@ -480,16 +481,26 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _health(args: argparse.Namespace) -> int:
     try:
-        member = Membership.parse(args.member) if args.member else None
+        member = _member(args)
     except ValueError as exc:
         error(f"--member: {exc}")
         return EXIT_BAD_INPUT
     return EXIT_OK if is_healthy(_health_name(args.name, member), args.max_age) else EXIT_FAILED
 
 
+def _member(args: argparse.Namespace) -> Membership | None:
+    """The member ``--member`` names, else ``LEDGERLET_MEMBER`` for a service that can be
+    split (set for a machine or a container, the others ignore it); ValueError if bad."""
+    text = args.member
+    if text is None:
+        kind = control_loop(args.name)
+        text = os.environ.get("LEDGERLET_MEMBER") if kind is not None and kind.splittable else None
+    return Membership.parse(text) if text else None
+
+
 def _health_name(name: str, member: Membership | None) -> str:
     """What a service's heartbeat file is named by (a member's its own: several may share a host)."""
-    return f"{name}.{member.suffix}" if member is not None else name
+    return group_of(name, member)
 
 
 def _dispatch(args: argparse.Namespace) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from ledgerlet_core.loop.membership import Membership
+from ledgerlet_core.loop.membership import Membership, group_of
 from ledgerlet_services.loops.base import Loop
 from ledgerlet_services.loops.controller_manager import ControllerManager
 from ledgerlet_services.loops.kubelet import EvictionManager
@@ -52,7 +52,7 @@ def loop_groups(members: Mapping[str, int] | None = None) -> Mapping[str, Sequen
     for s in CONTROL_LOOPS:
         n = (members or {}).get(s.name, 1)
         for i in range(n):
-            out[f"{s.name}.{Membership(i, n).suffix}" if n > 1 else s.name] = list(s.topics)
+            out[group_of(s.name, Membership(i, n))] = list(s.topics)
     return out
 
 
@@ -68,6 +68,8 @@ def parse_members(text: str) -> dict[str, int]:
         if kind is None or not kind.splittable:
             splittable = ", ".join(s.name for s in CONTROL_LOOPS if s.splittable)
             raise ValueError(f"--members: {name!r} cannot be split between members (can: {splittable})")
+        if name in out:
+            raise ValueError(f"--members: {name!r} given twice")
         out[name] = int(count)
     return out
 

@@ -20,7 +20,7 @@ from ledgerlet_bus.kafka import KafkaBus
 from ledgerlet_bus.retry import with_backoff
 from ledgerlet_core.contracts.internal import RUN_COMPLETED
 from ledgerlet_core.contracts.registry import DECISION
-from ledgerlet_core.loop.membership import Membership
+from ledgerlet_core.loop.membership import Membership, group_of
 from ledgerlet_core.scenario.feed import scenario_feed
 from ledgerlet_core.scenario.load import Scenario
 from ledgerlet_services.runtime.catalog import control_loop, loop_groups, recorder_groups, service_names
@@ -98,7 +98,7 @@ async def serve(
         raise UnknownService(f"{name} needs --store (or LEDGERLET_STORE)")
     if member is not None and (kind is None or not kind.splittable):
         raise UnknownService(f"{name} cannot be split between members (only the stats collector can, so far)")
-    group = f"{name}.{member.suffix}" if member is not None else name
+    group = group_of(name, member)
     telemetry = telemetry or Telemetry.disabled()
     stop = stop or asyncio.Event()
     bus = await open_bus(bus_url, client_id=f"ledgerlet-{name}", partitions=partitions)

@@ -169,7 +169,7 @@ async def run_feed(
     await bus.create_topics(topic_specs(partitions))
     # (each loop reads its topics' records, the recorder every topic's)
     shares = [
-        (kind, Membership(i, n) if n > 1 else None)
+        (kind, Membership(i, n) if n > 1 else None)  # (1 of 1 is the whole work: no split)
         for kind in CONTROL_LOOPS
         for n in [(members or {}).get(kind.name, 1)]
         for i in range(n)

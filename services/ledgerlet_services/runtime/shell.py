@@ -36,7 +36,7 @@ from ledgerlet_bus.retry import Stopped, with_backoff
 from ledgerlet_core.contracts.batch import BATCH, expand
 from ledgerlet_core.contracts.envelope import Envelope, decode_envelope, encode_envelope
 from ledgerlet_core.loop.emitter import Emitter
-from ledgerlet_core.loop.membership import Membership
+from ledgerlet_core.loop.membership import Membership, group_of
 from ledgerlet_services.loops.base import Loop
 from ledgerlet_services.runtime.dedupe import RecentIds
 from ledgerlet_services.runtime.outgoing import Outgoing, routed
@@ -97,7 +97,7 @@ class ServiceRunner:
         self.topics = service.topics
         self.member = member
         self._keep = member.keeps if member is not None else None
-        self.group = group or (f"{service.name}.{member.suffix}" if member is not None else service.name)
+        self.group = group or group_of(service.name, member)
         self.max_records = max_records
         self.telemetry = telemetry or Telemetry.disabled()
         self.snapshots = snapshots
