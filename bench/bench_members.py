@@ -28,11 +28,11 @@ sys.path.insert(0, str(Path(__file__).parent))
 from tests.support.brokers import Tansu  # noqa: E402
 from tests.support.stack import LocalStack  # noqa: E402
 
+from bench_distributed import PG, _admin  # noqa: E402
 from fleet import fleet  # noqa: E402
 from ledgerlet_core.loop.membership import Membership  # noqa: E402
 from ledgerlet_services.runtime.catalog import service_names  # noqa: E402
 
-PG = "postgresql://postgres@127.0.0.1:5432/postgres"
 COLLECTOR = "stats-collector"
 _TICKS = 100  # /proc's clock ticks per second (SC_CLK_TCK on Linux)
 
@@ -40,14 +40,6 @@ _TICKS = 100  # /proc's clock ticks per second (SC_CLK_TCK on Linux)
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
-
-
-async def _admin(sql: str) -> None:
-    conn = await asyncpg.connect(PG)
-    try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
 
 
 async def observations_by_node(dsn: str, run: str) -> dict[str, int]:

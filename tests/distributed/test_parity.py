@@ -61,10 +61,15 @@ def stack(
 async def test_separate_processes_on_kafka_and_postgres_decide_what_the_embedded_run_decides(
     example: str, stack: LocalStack, tmp_path: Path
 ) -> None:
-    run_id = f"parity-{example.removesuffix('.yaml')}-{uuid.uuid4().hex[:6]}"
+    await drives_as_embedded(stack, EXAMPLES / example, tmp_path, f"parity-{example.removesuffix('.yaml')}")
+
+
+async def drives_as_embedded(stack: LocalStack, scenario: Path, tmp_path: Path, name: str) -> None:
+    """``scenario`` driven through ``stack`` gives the embedded run's decision log, ids included."""
+    run_id = f"{name}-{uuid.uuid4().hex[:6]}"
     out = tmp_path / "distributed.jsonl"
-    stack.finish(stack.drive(EXAMPLES / example, out, run_id=run_id), run_id)
-    embedded, _ = await run_file(EXAMPLES / example, f"sqlite:///{tmp_path / 'embedded.db'}", run=run_id)
+    stack.finish(stack.drive(scenario, out, run_id=run_id), run_id)
+    embedded, _ = await run_file(scenario, f"sqlite:///{tmp_path / 'embedded.db'}", run=run_id)
     got = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(got) == len(embedded) > 0
     assert got == embedded

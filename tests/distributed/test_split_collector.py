@@ -5,7 +5,6 @@ member killed with SIGKILL mid-run and started again loses and duplicates nothin
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -16,7 +15,7 @@ import pytest
 from ledgerlet_services.runtime.catalog import service_names
 from tests.conftest import EXAMPLES, fresh_pg_database
 from tests.distributed.test_faults import _run_with_fault
-from tests.services.run_helpers import run_file
+from tests.distributed.test_parity import drives_as_embedded
 from tests.support.events import assert_same_events
 from tests.support.stack import LocalStack
 
@@ -49,13 +48,7 @@ def stack(kafka_bootstrap: str, pg_server: str, tmp_path_factory: pytest.TempPat
 async def test_three_collector_members_decide_what_the_embedded_run_decides(
     example: str, stack: LocalStack, tmp_path: Path
 ) -> None:
-    run_id = f"split-{example.removesuffix('.yaml')}-{uuid.uuid4().hex[:6]}"
-    out = tmp_path / "distributed.jsonl"
-    stack.finish(stack.drive(EXAMPLES / example, out, run_id=run_id), run_id)
-    embedded, _ = await run_file(EXAMPLES / example, f"sqlite:///{tmp_path / 'embedded.db'}", run=run_id)
-    got = [json.loads(line) for line in out.read_text().splitlines()]
-    assert len(got) == len(embedded) > 0
-    assert got == embedded
+    await drives_as_embedded(stack, EXAMPLES / example, tmp_path, f"split-{example.removesuffix('.yaml')}")
 
 
 def test_a_member_killed_mid_run_and_started_again_loses_nothing(stack: LocalStack, tmp_path: Path) -> None:
