@@ -153,7 +153,7 @@ class ServiceRunner:
                 if not await self._publish(producer, outgoing, streamed):
                     return  # stopping: the batch is not committed and will be handled again
                 took = time.perf_counter() - began
-                self.telemetry.batch_done(self.name, outgoing, took)
+                self.telemetry.batch_done(self.group, outgoing, took)  # (a member by its own group)
                 self.stats.events_out += len(outgoing)
                 self.stats.busy_seconds += took
                 offsets = self.commit_offsets(records)
@@ -301,7 +301,7 @@ class ServiceRunner:
                 self.stats.duplicates += 1
                 continue
             fresh.append(_Held(env.sort_key(), env, rec))
-        self.telemetry.events_in(self.name, len(records))
+        self.telemetry.events_in(self.group, len(records))
         if not fresh and not self._held:
             return
         pending = sorted([*self._held, *fresh], key=lambda h: h.key)
