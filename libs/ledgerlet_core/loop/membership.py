@@ -2,8 +2,10 @@
 
 The stats collector's work is per node, and its passes over the nodes can be shared out
 without changing a single event id: every member folds everything and keeps the same
-state, but makes only its own nodes' observations (the expensive part) and emits only
-what concerns its own nodes (what concerns no node, member 1 emits). The places of what
+state, but makes only its own nodes' observations (the work that grows with every pass)
+and emits only what concerns its own nodes (what concerns no node, member 1 emits).
+Every node's kernel still runs on every member: its OOM kills take places in the order.
+The places of what
 it leaves to the others are kept (:meth:`~ledgerlet_core.loop.emitter.Emitter.skip`), so
 every event has the id, and the same content, that one member alone would give it.
 """
