@@ -348,8 +348,6 @@ class KafkaBus:
                 continue  # look at the ends once more, at once
             if loop.time() + delay > deadline:
                 behind = ", ".join(f"{g} has {n} records to handle" for g, n in lags.items() if n)
-                if ".member-" in behind:  # (a split service's member that is not running)
-                    behind += " (is every member running, as --members / LEDGERLET_MEMBERS says?)"
                 raise BusTimeout(f"bus not idle: nothing moved for {timeout:g}s: {behind or 'broker unreachable'}")
             await asyncio.sleep(delay)
 

@@ -150,3 +150,22 @@ def test_health_reads_the_members_heartbeat_and_others_ignore_the_member(
     assert main(["health", "eviction-manager"]) == 1
     (tmp_path / "ledgerlet-eviction-manager.alive").touch()
     assert main(["health", "eviction-manager"]) == 0
+
+
+@pytest.mark.parametrize("members", ["stats-collector=2", ""])
+def test_a_drive_left_waiting_asks_after_the_members_when_there_are_some(
+    members: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ledgerlet_bus.api import BusTimeout
+    from ledgerlet_services.app import cli
+
+    async def stalled(*args: object, **kwargs: object) -> None:
+        raise BusTimeout("bus not idle: nothing moved for 1s: stats-collector.member-2-of-2 has 3 records to handle")
+
+    monkeypatch.setattr(cli, "drive", stalled)
+    argv = ["drive", str(ROOT / "examples" / "memory-pressure.yaml"), "--decisions", str(tmp_path / "d.jsonl")]
+    argv += ["--bus", "kafka://127.0.0.1:1", "--store", "postgresql://nobody@127.0.0.1:1/none", "--quiet"]
+    assert cli.main([*argv, "--members", members]) == 1
+    said = " ".join(capsys.readouterr().err.split())
+    assert "nothing moved" in said
+    assert ("as --members says?" in said) == bool(members)

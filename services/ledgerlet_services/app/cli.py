@@ -337,7 +337,8 @@ async def _drive(args: argparse.Namespace, console: Console) -> int:
                 members=members,
             )
     except BusTimeout as exc:
-        error(str(exc))
+        running = " (is every member of a split service running, as --members says?)" if members else ""
+        error(f"{exc}{running}")
         return EXIT_FAILED
     finally:
         telemetry.shutdown()

@@ -82,8 +82,9 @@ class Loop:
         self.cluster = ClusterView(SHARED_DECODING)
 
     def set_membership(self, member: Membership) -> None:
-        """Take only ``member``'s share of the work (a split service: loop/membership.py)."""
-        raise ValueError(f"{self.name} cannot be split between members (only the stats collector can, so far)")
+        """Take only ``member``'s share of the work (a split service: loop/membership.py);
+        only a loop that is ``splittable`` has it (the runner checks that first)."""
+        raise NotImplementedError(self.name)
 
     def set_quiet_nodes(self, nodes: frozenset[str]) -> None:
         """Make no observations of ``nodes`` (a quick verified replay: nodes on which the

@@ -30,7 +30,7 @@ from ledgerlet_services.runtime.health import Heartbeat
 from ledgerlet_services.runtime.lease import Lease
 from ledgerlet_services.runtime.recorder import NAME as RECORDER
 from ledgerlet_services.runtime.recorder import RecorderRunner
-from ledgerlet_services.runtime.shell import ServiceRunner
+from ledgerlet_services.runtime.shell import ServiceRunner, not_splittable
 from ledgerlet_services.runtime.snapshots import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS, HOST_SLOT, Snapshots
 from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_services.runtime.topics import topic_specs
@@ -97,7 +97,7 @@ async def serve(
     if kind is None and not store_dsn:
         raise UnknownService(f"{name} needs --store (or LEDGERLET_STORE)")
     if member is not None and (kind is None or not kind.splittable):
-        raise UnknownService(f"{name} cannot be split between members (only the stats collector can, so far)")
+        raise UnknownService(not_splittable(name))
     group = group_of(name, member)
     telemetry = telemetry or Telemetry.disabled()
     stop = stop or asyncio.Event()

@@ -136,9 +136,8 @@ class FeedOutcome:
     driver: DriverStats
     events_stored: int
     service_events: dict[str, int]
-    #: by group: what each runner emitted, and its seconds of handling
+    #: by group: what each runner emitted
     service_out: dict[str, int] = field(default_factory=dict)
-    service_busy: dict[str, float] = field(default_factory=dict)
 
 
 async def run_feed(
@@ -226,7 +225,6 @@ async def run_feed(
         events_stored=recorder.appended,
         service_events={r.group: r.stats.events_in for r in runners},
         service_out={r.group: r.stats.events_out for r in runners},
-        service_busy={r.group: r.stats.busy_seconds for r in runners},
     )
 
 

@@ -59,8 +59,11 @@ class RunnerStats:
     #: records read back at the start (from the snapshot's offsets on, where there was one)
     rebuilt_records: int = 0
     by_type: dict[str, int] = field(default_factory=dict)
-    #: wall seconds spent handling batches (a split service's members compare by it)
-    busy_seconds: float = 0.0
+
+
+def not_splittable(name: str) -> str:
+    """Why a service that is not ``Loop.splittable`` cannot be given a member."""
+    return f"{name} cannot be split between members (only the stats collector can, so far)"
 
 
 class ServiceRunner:
@@ -83,7 +86,7 @@ class ServiceRunner:
         ``member``: this runner's share of a split service (loop/membership.py), whose group
         is its own (every member reads every record)."""
         if member is not None and not service.splittable:
-            raise ValueError(f"{service.name} cannot be split between members (only the stats collector can, so far)")
+            raise ValueError(not_splittable(service.name))
         self.bus = bus
         self._decode: Callable[[bytes, str], Envelope] = (
             envelopes.decode if envelopes is not None else lambda value, _: decode_envelope(value)
@@ -155,7 +158,6 @@ class ServiceRunner:
                 took = time.perf_counter() - began
                 self.telemetry.batch_done(self.group, outgoing, took)  # (a member by its own group)
                 self.stats.events_out += len(outgoing)
-                self.stats.busy_seconds += took
                 offsets = self.commit_offsets(records)
                 committed = await self._commit(consumer, offsets)
                 if self.snapshots is not None:
