@@ -18,7 +18,7 @@ from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.loop.membership import Membership
 from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.app.replay import DecisionsSink
-from ledgerlet_services.loops.kubelet import EvictionManager
+from ledgerlet_services.loops.scheduler import Scheduler
 from ledgerlet_services.runtime.catalog import loop_groups, parse_members
 from ledgerlet_services.runtime.embedded import FeedOutcome, _seeded_feed, run_feed
 from ledgerlet_services.runtime.shell import ServiceRunner
@@ -115,14 +115,14 @@ def test_membership() -> None:
     assert Membership(0, 3).suffix == "member-1-of-3"
 
 
-def test_only_the_collector_can_be_split() -> None:
+def test_only_the_per_node_loops_can_be_split() -> None:
     assert parse_members("stats-collector=3") == {"stats-collector": 3}
     assert list(loop_groups({"stats-collector": 2}))[:2] == [
         "stats-collector.member-1-of-2",
         "stats-collector.member-2-of-2",
     ]
     for bad in (
-        "eviction-manager=2",
+        "scheduler=2",
         "stats-collector",
         "stats-collector=0",
         "nope=2",
@@ -131,7 +131,7 @@ def test_only_the_collector_can_be_split() -> None:
         with pytest.raises(ValueError, match="--members"):
             parse_members(bad)
     with pytest.raises(ValueError, match="cannot be split"):
-        ServiceRunner(MemoryBus(), EvictionManager, member=Membership(0, 2))
+        ServiceRunner(MemoryBus(), Scheduler, member=Membership(0, 2))
 
 
 def test_health_reads_the_members_heartbeat_and_others_ignore_the_member(
@@ -147,9 +147,9 @@ def test_health_reads_the_members_heartbeat_and_others_ignore_the_member(
     assert main(["health", "stats-collector"]) == 1
     (tmp_path / "ledgerlet-stats-collector.member-2-of-3.alive").touch()
     assert main(["health", "stats-collector"]) == 0
-    assert main(["health", "eviction-manager"]) == 1
-    (tmp_path / "ledgerlet-eviction-manager.alive").touch()
-    assert main(["health", "eviction-manager"]) == 0
+    assert main(["health", "scheduler"]) == 1
+    (tmp_path / "ledgerlet-scheduler.alive").touch()
+    assert main(["health", "scheduler"]) == 0
 
 
 @pytest.mark.parametrize("members", ["stats-collector=2", ""])

@@ -32,6 +32,7 @@ from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import ObjectCreated, PodStarted
+from ledgerlet_core.contracts.order import ORDER_SCHEMES
 from ledgerlet_core.kubelet.config import KubeletConfig
 from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.k8s.objects import Node, PersistentVolume, PersistentVolumeClaim, Pod, Taint
@@ -85,6 +86,8 @@ class Settings:
     kubelet: dict[str, Any] = field(default_factory=dict)
     scheduler: dict[str, Any] = field(default_factory=dict)
     controller: dict[str, Any] = field(default_factory=dict)
+    #: ``ScenarioStarted.orderScheme`` (contracts/order.py)
+    order_scheme: str = ""
 
     @property
     def start_unix(self) -> float:
@@ -165,6 +168,9 @@ class ClusterView:
         elif isinstance(data, dec.NodeTaintAdded | dec.NodeTaintRemoved | inp.NodeTainted | inp.NodeUntainted):
             self._taints(env, data)
         elif isinstance(data, inp.ScenarioStarted):
+            if data.order_scheme not in ORDER_SCHEMES:
+                known = ", ".join(repr(s) for s in ORDER_SCHEMES)
+                raise ValueError(f"ScenarioStarted.orderScheme: {data.order_scheme!r} is not one of {known}")
             if self._shared is not None and data.digest:
                 self.decoded = self._shared.for_run(env.run, data.digest)
             self.settings = Settings(
@@ -172,6 +178,7 @@ class ClusterView:
                 kubelet=data.kubelet_config,
                 scheduler=data.scheduler_config,
                 controller=data.controller_config,
+                order_scheme=data.order_scheme,
             )
 
     def settle(self, env: Envelope, data: Any) -> None:

@@ -27,6 +27,9 @@ class ScenarioStarted(_Data, kw_only=True):
     node_order: list[str] = []
     source: str = ""
     digest: str = ""
+    #: how a loop whose work is per node numbers what it emits (contracts/order.py):
+    #: "" by the step, as every run before it; "node" per node, so its work can be split
+    order_scheme: str = ""
 
 
 class ScenarioEnded(_Data, kw_only=True):

@@ -37,6 +37,18 @@ LOOP_RANKS: Final = MappingProxyType(
 #: timer requests sort after everything a loop emitted in the step
 TIMER_REQUESTS: Final = 1_000_000
 
+#: ``ScenarioStarted.orderScheme``: how a node-scoped loop (the kubelet's: the eviction
+#: manager) numbers what it emits while handling an event. By the step (``""``, every run
+#: before issue 19): ``[rank, n]``, n counting everything the loop emitted for that event;
+#: by the node: ``[rank, node's place, n]``, n counting only what concerns that node, the
+#: node's place being where it first appeared (``NodeEntry.order``). The second lets
+#: members that each own some nodes give every event the id one loop alone would, and
+#: the loop's timer requests are then asked once per step, not once until they fire, so
+#: that each member can ask for its own nodes' and the requests still have one id each.
+ORDER_BY_STEP: Final = ""
+ORDER_BY_NODE: Final = "node"
+ORDER_SCHEMES: Final = (ORDER_BY_STEP, ORDER_BY_NODE)
+
 
 def rank_of(loop: str) -> int:
     try:

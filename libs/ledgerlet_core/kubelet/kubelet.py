@@ -35,6 +35,7 @@ from ledgerlet_core.kubelet.graceful_shutdown import ADMIT_MESSAGE, ADMIT_REASON
 from ledgerlet_core.kubelet.node import KubeletNode
 from ledgerlet_core.kubelet.pod_worker import PodWorkers
 from ledgerlet_core.loop.emitter import Emitter
+from ledgerlet_core.loop.membership import Membership
 from ledgerlet_core.loop.timers import Timers, next_multiple
 from ledgerlet_core.model.annotations import FILESYSTEMS_ANNOTATION
 from ledgerlet_core.model.duration import SECOND
@@ -95,9 +96,14 @@ class Kubelet:
         self._any_limits = False
         #: pods the scheduler bound before the API server's admission reached this loop
         self._scheduled_early: dict[str, tuple[SortKey, str]] = {}
+        #: this kubelet's share of the nodes when the loop is split (loop/membership.py):
+        #: it keeps only its own nodes, so every other node's events find nothing to do
+        self.member: Membership | None = None
 
     # -- nodes ---------------------------------------------------------------------------
     def node_applied(self, node: Node, config: KubeletConfig, out: Emitter) -> None:
+        if self.member is not None and not self.member.owns(node.metadata.name):
+            return  # another member's node
         layout = effective_layout(node.metadata.annotations.get(FILESYSTEMS_ANNOTATION), False)
         existing = self.nodes.get(node.metadata.name)
         if existing is None:
@@ -174,6 +180,8 @@ class Kubelet:
 
     def shutdown_started(self, name: str, data: dec.NodeShutdownStarted, cause: str, out: Emitter) -> None:
         """Carry out the shutdown manager's plan: each pod killed at its time with its grace."""
+        if name not in self.nodes:
+            return  # not a node of this kubelet's (another member's)
         kills = [(k.pod, round(k.at * SECOND), k.grace_period_seconds) for g in data.groups for k in g.kills]
         self.workers.plan_kills(name, kills, cause, out)
 

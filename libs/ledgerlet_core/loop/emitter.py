@@ -2,7 +2,9 @@
 
 The n-th event a loop emits while handling ``trigger`` gets order ``trigger.order +
 [rank, n]`` and the trigger's virtual time, so its id follows from where it stands in
-the run, not from when or where it was computed (contracts/order.py).
+the run, not from when or where it was computed (contracts/order.py). In a run ordered
+by node, a node-scoped loop's n-th event about a node gets ``trigger.order + [rank,
+node's place, n]`` instead: its id then depends on nothing another node did.
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ class Emitter:
     #: whether what concerns a node (None: no node) is emitted here; what is not keeps
     #: its place (a member's share of a split service: loop/membership.py)
     keep: Callable[[str | None], bool] | None = None
+    #: a node's place (``NodeEntry.order``) when the run orders this loop's events by node
+    place: Callable[[str], int] | None = None
+    #: events emitted so far per node (ordered by node)
+    by_node: dict[str, int] = field(default_factory=dict)
 
     def skip(self) -> None:
         """Give up the next place in the order without emitting: what would have stood
@@ -52,7 +58,16 @@ class Emitter:
     ) -> Envelope:
         """Emit ``data`` (causes: the trigger unless given; stream: the pod's, else the node's)."""
         if order is None:
-            order = [*self.trigger.order, self.rank, len(self.out) + self.skipped]
+            place = self.place
+            if place is None:
+                order = [*self.trigger.order, self.rank, len(self.out) + self.skipped]
+            elif node is None:
+                what = data.__class__.__name__
+                raise ValueError(f"{what}: ordered by node, an event about no node needs an order of its own")
+            else:
+                n = self.by_node.get(node, 0)
+                self.by_node[node] = n + 1
+                order = [*self.trigger.order, self.rank, place(node), n]
         if stream is None:
             stream = pod_stream(pod) if pod else node_stream(node) if node else "cluster"
         env = make_envelope(

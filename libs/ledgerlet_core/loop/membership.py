@@ -1,5 +1,10 @@
 """One member's share of a service whose work is split between several (issue 19).
 
+Two ways of splitting. The eviction manager's (in a run ordered by node: contracts/
+order.py): each member keeps and works only its own nodes, numbering what it emits about
+a node per node, so no member needs to know what another emitted. The stats collector's,
+below, in any run:
+
 The stats collector's work is per node, and its passes over the nodes can be shared out
 without changing a single event id: every member folds everything and keeps the same
 state, but makes only its own nodes' observations (the work that grows with every pass)
@@ -44,6 +49,12 @@ class Membership:
     def keeps(self, node: str | None) -> bool:
         """Whether this member emits what concerns ``node`` (None: no node)."""
         return self.owns(node) if node else self.index == 0
+
+    def keeps_own(self, node: str | None) -> bool:
+        """Whether a member of a loop ordered by node emits what concerns ``node``: its
+        own nodes', and (None) the timer requests it asks for itself, which are named after
+        the step (the same id whichever member asks: contracts/order.py)."""
+        return node is None or self.owns(node)
 
     @property
     def suffix(self) -> str:

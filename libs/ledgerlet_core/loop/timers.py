@@ -11,19 +11,34 @@ class Timers:
     def __init__(self, owner: str) -> None:
         self.owner = owner
         self._asked: set[tuple[int, int]] = set()
+        #: ordered by node: (at, phase, step's root) asked, by the step's virtual time
+        self._asked_by_step: dict[int, set[tuple[int, int, int, int]]] = {}
 
     def want(self, at: int, phase: int, out: Emitter) -> None:
-        """Ask the clock to tick at ``at`` in ``phase`` (once, however often asked)."""
-        if (at, phase) in self._asked:
+        """Ask the clock to tick at ``at`` in ``phase`` (once, however often asked).
+
+        Ordered by node (contracts/order.py), once per step instead: a request asked
+        for in a step by members that each own some nodes then has the same id, and
+        the same content, whichever of them asks."""
+        step = out.trigger.order
+        if out.place is not None:
+            asked = self._asked_by_step.setdefault(out.trigger.t, set())
+            if (at, phase, step[0], step[1]) in asked:
+                return
+            asked.add((at, phase, step[0], step[1]))
+        elif (at, phase) in self._asked:
             return
-        self._asked.add((at, phase))
+        else:
+            self._asked.add((at, phase))
         # Named after the step, not the event that asked: several events of one step may ask
         # for the same tick, and which of them comes first depends on delivery.
-        order = [*out.trigger.order[:2], out.rank, TIMER_REQUESTS + phase, at]
+        order = [*step[:2], out.rank, TIMER_REQUESTS + phase, at]
         out.emit(TimerSet(at=at, owner=self.owner, phase=phase), stream="clock", key="clock", order=order, causes=[])
 
     def fired(self, at: int, phase: int) -> None:
         self._asked.discard((at, phase))
+        for t in [t for t in self._asked_by_step if t < at]:
+            del self._asked_by_step[t]
 
 
 def next_multiple(now: int, period: int) -> int:

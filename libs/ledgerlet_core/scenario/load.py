@@ -98,6 +98,9 @@ class Scenario:
     node_order: list[str]
     node_configs: dict[str, KubeletConfig] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    #: how node-scoped loops number their events (contracts/order.py): a run option, not
+    #: the file's (``ledgerlet run --order-by-node``; set by a split eviction manager)
+    order_scheme: str = ""
 
     def kubelet_config_for(self, node: str) -> KubeletConfig:
         return self.node_configs.get(node, self.kubelet_config)
@@ -113,6 +116,7 @@ class Scenario:
             node_order=list(self.node_order),
             source=self.source,
             digest=self.digest,
+            order_scheme=self.order_scheme,
         )
 
 

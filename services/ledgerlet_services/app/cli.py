@@ -12,6 +12,7 @@ if __name__ == "__main__":  # Ctrl-C while the modules below load (seconds on a 
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import gc
 import importlib.metadata
 import logging
@@ -25,6 +26,7 @@ from rich.console import Console
 from ledgerlet_bus.api import BusTimeout
 from ledgerlet_core.contracts.decision_log import encode_records, to_records
 from ledgerlet_core.contracts.internal import RUN_FAILED
+from ledgerlet_core.contracts.order import ORDER_BY_NODE
 from ledgerlet_core.loop.membership import Membership, group_of
 from ledgerlet_core.model.duration import SECOND
 from ledgerlet_core.model.errors import InputError
@@ -59,6 +61,15 @@ def version_text() -> str:
     return f"ledgerlet {package} (scenarios {SCENARIO_API_VERSION}; Python {platform.python_version()})"
 
 
+def _order_by_node(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument(
+        "--order-by-node",
+        action="store_true",
+        help="number the eviction manager's events per node (the ids a split eviction manager gives; "
+        "the same decisions, other ids)",
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ledgerlet", description=__doc__)
     p.add_argument("--version", action="version", version=version_text())
@@ -74,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--run-id", help="use this run id (ids in the log are derived from it)")
     run.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    _order_by_node(run)
     run.add_argument(
         "--store-observations",
         choices=["node", "full"],
@@ -90,11 +102,13 @@ def _parser() -> argparse.ArgumentParser:
     _bus_and_store(drive)
     drive.add_argument("--run-id", help="use this run id (ids in the log are derived from it)")
     drive.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    _order_by_node(drive)
     drive.add_argument(
         "--members",
         default=os.environ.get("LEDGERLET_MEMBERS", ""),
         help="services split between several members, NAME=N[,NAME=N] (env LEDGERLET_MEMBERS): the clock "
-        "waits for each member (so far only stats-collector can be split; see `service --member`)",
+        "waits for each member (stats-collector and eviction-manager can be split; a split eviction-manager "
+        "orders the run by node; see `service --member`)",
     )
     drive.add_argument(
         "--idle-timeout",
@@ -117,9 +131,9 @@ def _parser() -> argparse.ArgumentParser:
     service.add_argument(
         "--member",
         default=None,
-        help="I/N: run as member I of N of a split service, observing its share of the nodes (env "
-        "LEDGERLET_MEMBER, which services that cannot be split ignore; only stats-collector, so far); "
-        "drive with --members NAME=N",
+        help="I/N: run as member I of N of a split service, working its share of the nodes (env "
+        "LEDGERLET_MEMBER, which services that cannot be split ignore; stats-collector and "
+        "eviction-manager); drive with --members NAME=N",
     )
     service.add_argument(
         "--snapshot-records",
@@ -185,6 +199,8 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
     scenario = load_or_report(args.scenario, console)
     if scenario is None:
         return EXIT_BAD_INPUT
+    if args.order_by_node:
+        scenario = dataclasses.replace(scenario, order_scheme=ORDER_BY_NODE)
     for w in scenario.warnings:
         warning(f"{scenario.source}: {w}")
     try:  # (the same OTEL_* variables as the distributed services read; all off by default)
@@ -312,6 +328,8 @@ async def _drive(args: argparse.Namespace, console: Console) -> int:
     scenario = load_or_report(args.scenario, console)
     if scenario is None:
         return EXIT_BAD_INPUT
+    if args.order_by_node:
+        scenario = dataclasses.replace(scenario, order_scheme=ORDER_BY_NODE)
     if not args.bus or not args.store:
         error("drive needs --bus and --store (or LEDGERLET_BUS, LEDGERLET_STORE)")
         return EXIT_BAD_INPUT

@@ -76,6 +76,9 @@ class Loop:
     rank: ClassVar[int]
     #: whether several members may share the loop's work (:meth:`set_membership`)
     splittable: ClassVar[bool] = False
+    #: whether it numbers its events by node in a run ordered by node (contracts/order.py),
+    #: which a run must be for the loop to be split
+    node_scoped: ClassVar[bool] = False
     _routes: ClassVar[dict[str, _Route]]
 
     def __init__(self) -> None:
@@ -85,6 +88,17 @@ class Loop:
         """Take only ``member``'s share of the work (a split service: loop/membership.py);
         only a loop that is ``splittable`` has it (the runner checks that first)."""
         raise NotImplementedError(self.name)
+
+    @classmethod
+    def keeper(cls, member: Membership) -> Callable[[str | None], bool]:
+        """What ``member`` emits, by the node it concerns (None: no node); the rest
+        another member emits, with the very id this one would give it."""
+        return member.keeps
+
+    def node_place(self) -> Callable[[str], int] | None:
+        """Where each node stands, if this loop numbers its events by node in this run
+        (``ScenarioStarted.orderScheme``, contracts/order.py); None: by the step."""
+        return None
 
     def set_quiet_nodes(self, nodes: frozenset[str]) -> None:
         """Make no observations of ``nodes`` (a quick verified replay: nodes on which the

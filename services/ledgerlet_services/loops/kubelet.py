@@ -6,6 +6,8 @@ over :func:`ledgerlet_core.kubelet.eviction.manager.synchronize`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.envelope import Envelope
@@ -18,25 +20,53 @@ from ledgerlet_core.contracts.internal import (
     PodDeletionRequested,
     decode_lazy_observation,
 )
+from ledgerlet_core.contracts.order import ORDER_BY_NODE
 from ledgerlet_core.contracts.topics import CLOCK, DECISIONS, INPUTS, OBSERVATIONS
 from ledgerlet_core.kubelet.kubelet import Kubelet, StopDeleted, StopPreempted
 from ledgerlet_core.loop.emitter import Emitter
+from ledgerlet_core.loop.membership import Membership
 from ledgerlet_services.loops.base import Loop, for_node, on
 
 
 class EvictionManager(Loop):
+    """Split between members (issue 19), each is the kubelet of its own nodes only: a run
+    split so must be ordered by node (``ScenarioStarted.orderScheme``, contracts/order.py),
+    which ``ledgerlet drive --members eviction-manager=N`` asks for."""
+
     name = "eviction-manager"
     topics = (INPUTS, CLOCK, OBSERVATIONS, DECISIONS)
+    splittable = True
+    node_scoped = True
 
     def __init__(self) -> None:
         super().__init__()
         self.kubelet = Kubelet(self.name, self.cluster.pods, self.cluster.submitted)
+
+    @classmethod
+    def keeper(cls, member: Membership) -> Callable[[str | None], bool]:
+        return member.keeps_own
+
+    def set_membership(self, member: Membership) -> None:
+        self.kubelet.member = member
+
+    def node_place(self) -> Callable[[str], int] | None:
+        return self._place if self.cluster.settings.order_scheme == ORDER_BY_NODE else None
+
+    def _place(self, node: str) -> int:
+        return self.cluster.nodes[node].order
 
     # -- nodes and pods ------------------------------------------------------------------
     @on(inp.ObjectApplied)
     def _applied(self, env: Envelope, data: inp.LazyObjectApplied, out: Emitter) -> None:
         kind = data.kind
         if kind == "Node":
+            member = self.kubelet.member
+            if member is not None and self.cluster.settings.order_scheme != ORDER_BY_NODE:
+                raise ValueError(
+                    f"eviction-manager member {member.index + 1}/{member.count}: run {env.run} is not ordered by "
+                    "node (ScenarioStarted.orderScheme), so its events cannot be shared out: drive it with "
+                    f"--members eviction-manager={member.count}"
+                )
             entry = self.cluster.nodes[data.name]
             self.kubelet.node_applied(entry.node, entry.config, out)
         elif kind == "Pod" and data.initial:
@@ -108,8 +138,10 @@ class EvictionManager(Loop):
     # -- passes and the clock ------------------------------------------------------------------
     @on(NodeObserved, decode=decode_lazy_observation)
     def _observed(self, env: Envelope, data: LazyNodeObserved, out: Emitter) -> None:
-        """The hot path: pods' stats are decoded only if the pass needs them."""
-        self.kubelet.observed(data, out)
+        """The hot path: pods' stats are decoded only if the pass needs them (another
+        member's node's not at all)."""
+        if env.node in self.kubelet.nodes:
+            self.kubelet.observed(data, out)
 
     @on(ClockTick)
     def _tick(self, env: Envelope, data: ClockTick, out: Emitter) -> None:

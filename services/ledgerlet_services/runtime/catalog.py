@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Final
 
+from ledgerlet_core.contracts.order import ORDER_BY_NODE, ORDER_BY_STEP
 from ledgerlet_core.loop.membership import Membership, group_of
 from ledgerlet_services.loops.base import Loop
 from ledgerlet_services.loops.controller_manager import ControllerManager
@@ -72,6 +73,14 @@ def parse_members(text: str) -> dict[str, int]:
             raise ValueError(f"--members: {name!r} given twice")
         out[name] = int(count)
     return out
+
+
+def order_scheme_for(members: Mapping[str, int] | None, asked: str = ORDER_BY_STEP) -> str:
+    """How a run with ``members`` must be ordered: by node when a node-scoped loop is split
+    (its members could not otherwise give their events the ids one loop would), else as
+    ``asked`` (contracts/order.py)."""
+    split = [name for name, n in (members or {}).items() if n > 1 and getattr(control_loop(name), "node_scoped", False)]
+    return ORDER_BY_NODE if split else asked
 
 
 def recorder_groups() -> Mapping[str, Sequence[str]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -23,7 +24,13 @@ from ledgerlet_core.contracts.registry import DECISION
 from ledgerlet_core.loop.membership import Membership, group_of
 from ledgerlet_core.scenario.feed import scenario_feed
 from ledgerlet_core.scenario.load import Scenario
-from ledgerlet_services.runtime.catalog import control_loop, loop_groups, recorder_groups, service_names
+from ledgerlet_services.runtime.catalog import (
+    control_loop,
+    loop_groups,
+    order_scheme_for,
+    recorder_groups,
+    service_names,
+)
 from ledgerlet_services.runtime.driver import Driver
 from ledgerlet_services.runtime.embedded import RunResult, new_run_id, record_outcome
 from ledgerlet_services.runtime.health import Heartbeat
@@ -198,9 +205,11 @@ async def drive(
 ) -> RunResult:
     """Feed a scenario to the running stack and keep its clock; return its decisions
     once the recorder has stored everything (``members``: the services split between
-    members, and how many: the clock waits for every member's group)."""
+    members, and how many: the clock waits for every member's group; a split eviction
+    manager orders the run by node)."""
     run_id = run or new_run_id()
     began = time.perf_counter()
+    scenario = dataclasses.replace(scenario, order_scheme=order_scheme_for(members, scenario.order_scheme))
     bus = await open_bus(bus_url, client_id="ledgerlet-driver", partitions=partitions)
     try:
         driver = Driver(

@@ -63,7 +63,7 @@ class RunnerStats:
 
 def not_splittable(name: str) -> str:
     """Why a service that is not ``Loop.splittable`` cannot be given a member."""
-    return f"{name} cannot be split between members (only the stats collector can, so far)"
+    return f"{name} cannot be split between members (only the stats collector and the eviction manager can, so far)"
 
 
 class ServiceRunner:
@@ -99,7 +99,7 @@ class ServiceRunner:
         self.rank = service.rank
         self.topics = service.topics
         self.member = member
-        self._keep = member.keeps if member is not None else None
+        self._keep = service.keeper(member) if member is not None else None
         self.group = group or group_of(service.name, member)
         self.max_records = max_records
         self.telemetry = telemetry or Telemetry.disabled()
@@ -339,7 +339,7 @@ class ServiceRunner:
             for member in members:
                 if not svc.wants(member):
                     continue
-                emitter = Emitter(member, self.rank, keep=self._keep)
+                emitter = Emitter(member, self.rank, keep=self._keep, place=svc.node_place())
                 steps = svc.handle(member, emitter, memo)
                 for _ in steps if steps is not None else ():  # (inputs are handled at once)
                     pass
@@ -366,7 +366,7 @@ class ServiceRunner:
             return
         if len(env.order) <= 2:  # a root step (see root_of)
             self._last_root[env.run] = key or env.sort_key()
-        emitter = Emitter(env, self.rank, keep=self._keep)
+        emitter = Emitter(env, self.rank, keep=self._keep, place=svc.node_place())
         if outgoing is not None:
             self.stats.events_in += 1
             by_type = self.stats.by_type

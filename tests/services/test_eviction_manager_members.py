@@ -1,0 +1,174 @@
+"""The eviction manager split between members (issue 19), on the embedded run.
+
+A run ordered by node (``ScenarioStarted.orderScheme``, contracts/order.py) numbers the
+eviction manager's events per node, so each member can be the kubelet of its own nodes
+only. Proved here on every golden case: ordered by node, the run stores the same events
+as ordered by step, only under other ids (and, within one instant, grouped by node);
+and three members emit every event, by id, data, causes and order, that one does."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.contracts.order import ORDER_BY_NODE, ORDER_BY_STEP
+from ledgerlet_core.kubelet.config import resolve_kubelet_config
+from ledgerlet_core.kubelet.kubelet import Kubelet
+from ledgerlet_core.loop.membership import Membership
+from ledgerlet_core.model.codec import convert
+from ledgerlet_core.model.k8s.objects import Node
+from ledgerlet_core.scenario.load import load_scenario
+from ledgerlet_services.app.replay import DecisionsSink
+from ledgerlet_services.runtime.catalog import order_scheme_for, parse_members
+from ledgerlet_services.runtime.embedded import ServiceFailed, _seeded_feed, run_feed
+from tests.golden.cases import ROOT, RUN_ID, cases
+from tests.support.emit import emitter
+
+EVICTION_MANAGER = "eviction-manager"
+
+
+class _Everything(DecisionsSink):
+    """Every event the loops emit, by id; one id given twice must be the same event."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: dict[str, Envelope] = {}
+
+    async def append_batch(self, envelopes: Sequence[Envelope]) -> int:
+        for e in envelopes:
+            had = self.events.get(e.id)
+            assert had is None or (bytes(had.data), had.causes, had.order) == (bytes(e.data), e.causes, e.order), (
+                f"{e.type} {e.id} emitted twice, unlike"
+            )
+            self.events[e.id] = e
+        return len(envelopes)
+
+
+async def _events(name: str, scheme: str, members: Mapping[str, int] | None = None) -> dict[str, Envelope]:
+    text, source = cases()[name]()
+    scenario = dataclasses.replace(load_scenario(text, source), order_scheme=scheme)
+    sink = _Everything()
+    await run_feed(
+        _seeded_feed(scenario, RUN_ID),
+        sink,
+        run=RUN_ID,
+        duration=scenario.duration,
+        members=members,
+        full_observations=True,
+    )
+    return sink.events
+
+
+def _contents(events: Mapping[str, Envelope]) -> list[str]:
+    """Each event as what it says and what caused it, its causes named by their own
+    contents, not their ids (ordered by step and by node give other ids); in the
+    run's order. Timer requests are left out: ordered by node they are asked once per
+    step, not once until they fire, so there are more of them."""
+    named: dict[str, str] = {}
+    out = []
+    for e in sorted(events.values(), key=Envelope.sort_key):
+        data = json.loads(bytes(e.data))
+        if e.type == "ScenarioStarted":
+            data.pop("orderScheme", None)
+        causes = sorted(named.get(c, f"unknown {c}") for c in e.causes)
+        named[e.id] = json.dumps([e.t, e.type, e.node, e.pod, data, causes], sort_keys=True)
+        if e.type != "TimerSet":
+            out.append(named[e.id])
+    return out
+
+
+def _per_node(contents: list[str]) -> dict[str | None, list[str]]:
+    by: dict[str | None, list[str]] = collections.defaultdict(list)
+    for c in contents:
+        by[json.loads(c)[2]].append(c)
+    return dict(by)
+
+
+@pytest.mark.parametrize("name", sorted(cases()))
+async def test_ordered_by_node_the_run_stores_the_same_events_under_other_ids(name: str) -> None:
+    by_step = _contents(await _events(name, ORDER_BY_STEP))
+    by_node = _contents(await _events(name, ORDER_BY_NODE))
+    assert collections.Counter(by_node) == collections.Counter(by_step)
+    assert _per_node(by_node) == _per_node(by_step)  # each node's events in the same order
+
+
+@pytest.mark.parametrize("name", sorted(cases()))
+async def test_three_members_emit_every_event_one_eviction_manager_does(name: str) -> None:
+    """Every decision, observation, timer request and tick, by id, data, causes and order."""
+    one = await _events(name, ORDER_BY_NODE)
+    split = await _events(name, ORDER_BY_NODE, {EVICTION_MANAGER: 3, "stats-collector": 2})
+    assert split.keys() == one.keys()
+    for i, e in one.items():
+        got = split[i]
+        assert (got.type, bytes(got.data), got.causes, got.order) == (e.type, bytes(e.data), e.causes, e.order)
+
+
+def test_a_split_eviction_manager_orders_the_run_by_node() -> None:
+    assert parse_members("eviction-manager=3") == {EVICTION_MANAGER: 3}
+    assert order_scheme_for({EVICTION_MANAGER: 3}) == ORDER_BY_NODE
+    assert order_scheme_for({EVICTION_MANAGER: 1}) == ORDER_BY_STEP
+    assert order_scheme_for({"stats-collector": 3}) == ORDER_BY_STEP  # its split keeps every id as it is
+    assert order_scheme_for({"stats-collector": 3}, ORDER_BY_NODE) == ORDER_BY_NODE
+    assert order_scheme_for(None) == ORDER_BY_STEP
+
+
+async def test_a_member_refuses_a_run_ordered_by_step() -> None:
+    text, source = cases()["memory-pressure"]()
+    scenario = load_scenario(text, source)
+    with pytest.raises(ServiceFailed, match=r"member 1/2: run golden is not ordered by node.*eviction-manager=2"):
+        await run_feed(
+            _seeded_feed(scenario, RUN_ID),
+            DecisionsSink(),
+            run=RUN_ID,
+            duration=scenario.duration,
+            members={EVICTION_MANAGER: 2},
+            idle_timeout=10,
+        )
+
+
+async def test_an_unknown_order_scheme_is_refused_by_name() -> None:
+    text, source = cases()["memory-pressure"]()
+    scenario = dataclasses.replace(load_scenario(text, source), order_scheme="by-magic")
+    with pytest.raises(ServiceFailed, match=r"ScenarioStarted.orderScheme: 'by-magic' is not one of '', 'node'"):
+        await run_feed(
+            _seeded_feed(scenario, RUN_ID), DecisionsSink(), run=RUN_ID, duration=scenario.duration, idle_timeout=10
+        )
+
+
+def _node(name: str) -> Node:
+    return convert({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}, Node)
+
+
+def test_a_members_kubelet_keeps_only_its_own_nodes() -> None:
+    names = [f"node-{i}" for i in range(30)]
+    members = [Membership(i, 3) for i in range(3)]
+    held: list[set[str]] = []
+    for member in members:
+        kubelet = Kubelet(EVICTION_MANAGER, {}, {})
+        kubelet.member = member
+        for name in names:
+            kubelet.node_applied(_node(name), resolve_kubelet_config({}), emitter())
+        held.append(set(kubelet.nodes))
+        assert held[-1] == {n for n in names if member.owns(n)}
+    assert set().union(*held) == set(names) and sum(map(len, held)) == len(names)
+
+
+def test_order_by_node_on_the_command_line(tmp_path: Path) -> None:
+    from ledgerlet_services.app.cli import main
+
+    scenario = str(ROOT / "examples" / "memory-pressure.yaml")
+    logs = {}
+    for flag in ([], ["--order-by-node"]):
+        out = tmp_path / f"d{len(flag)}.jsonl"
+        db = f"sqlite:///{tmp_path / f'd{len(flag)}.db'}"
+        assert main(["run", scenario, "--decisions", str(out), "--store", db, "--run-id", "r", "--quiet", *flag]) == 0
+        logs[bool(flag)] = [json.loads(line) for line in out.read_text().splitlines()]
+    plain, by_node = logs[False], logs[True]
+    assert [(r["t"], r["type"], r.get("pod")) for r in by_node] == [(r["t"], r["type"], r.get("pod")) for r in plain]
+    assert {r["id"] for r in by_node} != {r["id"] for r in plain}
