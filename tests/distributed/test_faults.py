@@ -37,10 +37,11 @@ def _run_with_fault(
     *,
     at_fraction: float = 0.3,
     scenario: Path = SCENARIO,
+    order_scheme: str = "",
 ) -> tuple[list[Stored], list[Stored], list[dict[str, object]], list[dict[str, object]]]:
     run = f"fault-{uuid.uuid4().hex[:8]}"
     embedded_dsn = f"sqlite:///{tmp_path / 'embedded.db'}"
-    embedded_log, _ = asyncio.run(run_file(scenario, embedded_dsn, run=run))
+    embedded_log, _ = asyncio.run(run_file(scenario, embedded_dsn, run=run, order_scheme=order_scheme))
     total = asyncio.run(count_events(embedded_dsn, run))
     out = tmp_path / "distributed.jsonl"
     drive = stack.drive(scenario, out, run_id=run)

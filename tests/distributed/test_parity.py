@@ -64,12 +64,17 @@ async def test_separate_processes_on_kafka_and_postgres_decide_what_the_embedded
     await drives_as_embedded(stack, EXAMPLES / example, tmp_path, f"parity-{example.removesuffix('.yaml')}")
 
 
-async def drives_as_embedded(stack: LocalStack, scenario: Path, tmp_path: Path, name: str) -> None:
-    """``scenario`` driven through ``stack`` gives the embedded run's decision log, ids included."""
+async def drives_as_embedded(
+    stack: LocalStack, scenario: Path, tmp_path: Path, name: str, *, order_scheme: str = ""
+) -> None:
+    """``scenario`` driven through ``stack`` gives the embedded run's decision log, ids
+    included (the embedded run ordered as ``order_scheme``, as the stack orders it)."""
     run_id = f"{name}-{uuid.uuid4().hex[:6]}"
     out = tmp_path / "distributed.jsonl"
     stack.finish(stack.drive(scenario, out, run_id=run_id), run_id)
-    embedded, _ = await run_file(scenario, f"sqlite:///{tmp_path / 'embedded.db'}", run=run_id)
+    embedded, _ = await run_file(
+        scenario, f"sqlite:///{tmp_path / 'embedded.db'}", run=run_id, order_scheme=order_scheme
+    )
     got = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(got) == len(embedded) > 0
     assert got == embedded

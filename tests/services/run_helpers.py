@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -12,8 +13,11 @@ from ledgerlet_services.runtime.embedded import RunResult, run_embedded
 from ledgerlet_store.store import EventStore
 
 
-async def run_file(path: Path, store_dsn: str, *, run: str | None = None) -> tuple[list[dict[str, Any]], RunResult]:
-    scenario = load_scenario(path.read_text(), str(path))
+async def run_file(
+    path: Path, store_dsn: str, *, run: str | None = None, order_scheme: str = ""
+) -> tuple[list[dict[str, Any]], RunResult]:
+    """(``order_scheme``: as ``ledgerlet run --order-by-node`` sets it, contracts/order.py)"""
+    scenario = dataclasses.replace(load_scenario(path.read_text(), str(path)), order_scheme=order_scheme)
     store = await EventStore.open(store_dsn)
     try:
         result = await run_embedded(scenario, store, run=run)
