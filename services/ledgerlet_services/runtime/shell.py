@@ -35,6 +35,7 @@ from ledgerlet_bus.api import Bus, BusUnavailable, CommitRejected, Consumer, Pro
 from ledgerlet_bus.retry import Stopped, with_backoff
 from ledgerlet_core.contracts.batch import BATCH, expand
 from ledgerlet_core.contracts.envelope import Envelope, decode_envelope, encode_envelope
+from ledgerlet_core.contracts.topics import OBSERVATIONS
 from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_core.loop.membership import Membership, group_of
 from ledgerlet_services.loops.base import Loop
@@ -58,7 +59,23 @@ class RunnerStats:
     rebuilt: int = 0
     #: records read back at the start (from the snapshot's offsets on, where there was one)
     rebuilt_records: int = 0
+    #: other members' nodes' observations, dropped undecoded (a split node-scoped service)
+    foreign: int = 0
     by_type: dict[str, int] = field(default_factory=dict)
+
+
+def _foreign_to(member: Membership) -> Callable[[bytes], bool]:
+    """Whether a record keyed so is about a node ``member`` does not own (cached: a fleet
+    has thousands of nodes, each observed every pass)."""
+    known: dict[bytes, bool] = {}
+
+    def foreign(key: bytes) -> bool:
+        found = known.get(key)
+        if found is None:
+            found = known[key] = not member.owns(key.decode())
+        return found
+
+    return foreign
 
 
 def not_splittable(name: str) -> str:
@@ -100,6 +117,12 @@ class ServiceRunner:
         self.topics = service.topics
         self.member = member
         self._keep = service.keeper(member) if member is not None else None
+        #: a node-scoped member's test for another member's node's observation, read and
+        #: dropped undecoded (the record's key is the node); not when the decoding is shared
+        #: with other runners, which would keep it for this one (and it costs this one nothing)
+        self._foreign: Callable[[bytes], bool] | None = (
+            _foreign_to(member) if member is not None and service.node_scoped and envelopes is None else None
+        )
         self.group = group or group_of(service.name, member)
         self.max_records = max_records
         self.telemetry = telemetry or Telemetry.disabled()
@@ -297,7 +320,11 @@ class ServiceRunner:
         sent while the handler works on (a pass over thousands of nodes)."""
         self.stats.batches += 1
         fresh: list[_Held] = []
+        foreign = self._foreign
         for rec in records:
+            if foreign is not None and rec.topic == OBSERVATIONS and rec.key is not None and foreign(rec.key):
+                self.stats.foreign += 1
+                continue
             env = self._decode(rec.value, rec.topic)
             if env.run in self._ended or self._seen.seen(env.run, env.id):
                 self.stats.duplicates += 1
