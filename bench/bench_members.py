@@ -18,6 +18,7 @@ import json
 import sys
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import asyncpg
@@ -36,11 +37,46 @@ from ledgerlet_services.runtime.catalog import service_names  # noqa: E402
 
 PER_NODE = ("stats-collector", "eviction-manager")
 _TICKS = 100  # /proc's clock ticks per second (SC_CLK_TCK on Linux)
+#: how long each member's idle polling is measured before the run
+IDLE_SECONDS = 10.0
 
 
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
+
+
+async def observations_stored(dsn: str, run: str) -> int:
+    conn = await asyncpg.connect(dsn)
+    try:
+        return int(await conn.fetchval("SELECT count(*) FROM events WHERE run = $1 AND type = 'NodeObserved'", run))
+    finally:
+        await conn.close()
+
+
+@dataclass
+class Share:
+    """One member's work, in CPU s: idle (polling the broker, per second of wall time,
+    measured before the run), start-up to the first observation stored (the cluster's
+    fold: not shared), then the run (the passes: shared), and the run's wall time."""
+
+    service: str
+    member: str
+    nodes: int = 0
+    observations: int = 0
+    idle_per_s: float = 0.0
+    load: float = 0.0
+    run: float = 0.0
+    run_wall: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.load + self.run
+
+    @property
+    def run_beyond_idle(self) -> float:
+        """The run's CPU less what the member would have spent polling an idle broker as long."""
+        return max(self.run - self.idle_per_s * self.run_wall, 0.0)
 
 
 async def observations_by_node(dsn: str, run: str) -> dict[str, int]:
@@ -54,11 +90,9 @@ async def observations_by_node(dsn: str, run: str) -> dict[str, int]:
     return {r["node"]: r["n"] for r in rows}
 
 
-def one_split(
-    path: Path, members: int, split: tuple[str, ...], workdir: Path
-) -> list[tuple[str, str, int, int, float]]:
-    """(service, member, nodes owned, observations of them, CPU s) per member of every
-    per-node service (split between ``members`` if in ``split``, else whole)."""
+def one_split(path: Path, members: int, split: tuple[str, ...], workdir: Path) -> list[Share]:
+    """Each member's share of the work, for every per-node service (split between
+    ``members`` if in ``split``, else whole)."""
     name = f"ledgerlet_bench_{uuid.uuid4().hex[:8]}"
     asyncio.run(_admin(f'CREATE DATABASE "{name}"'))
     dsn = f"{PG.rsplit('/', 1)[0]}/{name}"
@@ -76,11 +110,30 @@ def one_split(
             else:
                 stack.start([service])
                 keys[service] = [service]
-        stack.wait_healthy([k for ks in keys.values() for k in ks])
+        every = [k for ks in keys.values() for k in ks]
+        stack.wait_healthy(every)
+
+        def cpu() -> dict[str, float]:
+            return {k: cpu_seconds(stack.procs[k].pid) for k in every}
+
+        time.sleep(2.0)  # (settled)
+        before, idle_from = cpu(), time.time()
+        time.sleep(IDLE_SECONDS)
+        idle, idle_wall = cpu(), time.time() - idle_from
         began = time.time()
-        stack.finish(stack.drive(path, workdir / f"decisions-{members}.jsonl", run_id=run, timeout=3600), run)
-        print(f"  {members} member(s): driven in {time.time() - began:.1f}s", flush=True)
-        cpu = {k: cpu_seconds(stack.procs[k].pid) for ks in keys.values() for k in ks}
+        drive = stack.drive(path, workdir / f"decisions-{members}.jsonl", run_id=run, timeout=3600)
+        while not asyncio.run(observations_stored(dsn, run)):
+            if drive.poll() is not None:
+                break
+            time.sleep(0.2)
+        loaded, loaded_at = cpu(), time.time()
+        stack.finish(drive, run)
+        done, ended = cpu(), time.time()
+        print(
+            f"  {members} member(s): driven in {ended - began:.1f}s ({loaded_at - began:.1f}s to the first "
+            "observation stored)",
+            flush=True,
+        )
         by_node = asyncio.run(observations_by_node(dsn, run))
     finally:
         stack.stop()
@@ -91,7 +144,11 @@ def one_split(
         for i, key in enumerate(ks):
             m = Membership(i, len(ks))
             owned = [n for n in by_node if m.owns(n)]
-            out.append((service, key, len(owned), sum(by_node[n] for n in owned), cpu[key]))
+            share = Share(service, key, len(owned), sum(by_node[n] for n in owned))
+            share.idle_per_s = (idle[key] - before[key]) / idle_wall
+            share.load = loaded[key] - idle[key]
+            share.run, share.run_wall = done[key] - loaded[key], ended - loaded_at
+            out.append(share)
     return out
 
 
@@ -115,11 +172,18 @@ def main() -> None:
         ap.error(f"--split: {', '.join(sorted(unknown))} cannot be split (can: {', '.join(PER_NODE)})")
     for members in (int(s) for s in args.splits.split(",")):
         rows = one_split(path, members, split, workdir)
+        print(
+            f"    {'member':<36} {'nodes':>6} {'observations':>12}   CPU s: {'idle/s':>6} {'load':>6} "
+            f"{'run':>6} {'run-idle':>8} {'total':>6}"
+        )
         for service in PER_NODE:
-            mine = [r for r in rows if r[0] == service]
-            for _, key, nodes, observations, cpu in mine:
-                print(f"    {key:<36} {nodes:>6,} nodes {observations:>9,} observations {cpu:8.1f} CPU s")
-            print(f"    {service} in all: {sum(r[4] for r in mine):.1f} CPU s", flush=True)
+            mine = [r for r in rows if r.service == service]
+            for r in mine:
+                print(
+                    f"    {r.member:<36} {r.nodes:>6,} {r.observations:>12,}          {r.idle_per_s:>6.3f} "
+                    f"{r.load:>6.1f} {r.run:>6.1f} {r.run_beyond_idle:>8.1f} {r.total:>6.1f}"
+                )
+            print(f"    {service} in all: {sum(r.total for r in mine):.1f} CPU s", flush=True)
 
 
 if __name__ == "__main__":

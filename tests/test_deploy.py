@@ -8,6 +8,7 @@ import subprocess
 from typing import Any
 
 import jsonschema
+import pytest
 import yaml
 
 from ledgerlet_bus.kafka import parse_bus_url
@@ -104,27 +105,28 @@ def test_dockerfile_copies_what_the_package_needs() -> None:
     assert {svc["image"] for svc in ledgerlet} == {"ledgerlet:dev"}  # one image for every service
 
 
-def test_the_collector_members_override_splits_the_collector_three_ways() -> None:
-    """``docker compose -f compose.yaml -f deploy/compose.collector-members.yaml``, as
-    compose itself merges it: members 1/3..3/3, each health-checked as the service is,
-    and the example's driver waiting for the three."""
+@pytest.mark.parametrize("service", ["stats-collector", "eviction-manager"])
+def test_the_members_override_splits_the_per_node_services_three_ways(service: str) -> None:
+    """``docker compose -f compose.yaml -f deploy/compose.members.yaml``, as compose
+    itself merges it: members 1/3..3/3 of each per-node service, each health-checked as
+    the service is, and the example's driver waiting for all of them."""
     from tests.compose.stack import compose_binary
 
     merged = subprocess.run(
-        [str(compose_binary()), "-f", "compose.yaml", "-f", "deploy/compose.collector-members.yaml", "config"],
+        [str(compose_binary()), "-f", "compose.yaml", "-f", "deploy/compose.members.yaml", "config"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=True,
     ).stdout
     services = yaml.safe_load(merged)["services"]
-    members = ["stats-collector", "stats-collector-2", "stats-collector-3"]
+    members = [service, f"{service}-2", f"{service}-3"]
     assert [services[m]["environment"]["LEDGERLET_MEMBER"] for m in members] == ["1/3", "2/3", "3/3"]
-    bus = services["eviction-manager"]["environment"]["LEDGERLET_BUS"]
+    bus = services["scheduler"]["environment"]["LEDGERLET_BUS"]
     for m in members:
-        assert services[m]["command"] == ["service", "stats-collector"]
-        assert services[m]["healthcheck"]["test"] == ["CMD", "ledgerlet", "health", "stats-collector"]
+        assert services[m]["command"] == ["service", service]
+        assert services[m]["healthcheck"]["test"] == ["CMD", "ledgerlet", "health", service]
         assert services[m]["environment"]["LEDGERLET_BUS"] == bus
     example = services["example"]
-    assert parse_members(example["environment"]["LEDGERLET_MEMBERS"]) == {"stats-collector": 3}
+    assert parse_members(example["environment"]["LEDGERLET_MEMBERS"]) == {"stats-collector": 3, "eviction-manager": 3}
     assert all(example["depends_on"][m]["condition"] == "service_healthy" for m in members)
