@@ -121,7 +121,7 @@ def test_a_split_eviction_manager_orders_the_run_by_node() -> None:
 async def test_a_member_refuses_a_run_ordered_by_step() -> None:
     text, source = cases()["memory-pressure"]()
     scenario = load_scenario(text, source)
-    with pytest.raises(ServiceFailed, match=r"member 1/2: run golden is not ordered by node.*eviction-manager=2"):
+    with pytest.raises(ServiceFailed, match=r"member [12]/2: run golden is not ordered by node.*eviction-manager=2"):
         await run_feed(
             _seeded_feed(scenario, RUN_ID),
             DecisionsSink(),
@@ -159,7 +159,13 @@ def test_a_members_kubelet_keeps_only_its_own_nodes() -> None:
     assert set().union(*held) == set(names) and sum(map(len, held)) == len(names)
 
 
+#: what the kubelet (the eviction manager) decides, of what the example's decision log holds
+_KUBELET_DECIDES = {"NodeConditionChanged", "PodEvicted", "PodTerminated", "NodeTaintAdded", "NodeTaintRemoved"}
+
+
 def test_order_by_node_on_the_command_line(tmp_path: Path) -> None:
+    """``ledgerlet run --order-by-node``: the same decisions, each one the kubelet took under
+    another id, and a run the store replays as it was ordered."""
     from ledgerlet_services.app.cli import main
 
     scenario = str(ROOT / "examples" / "memory-pressure.yaml")
@@ -169,6 +175,30 @@ def test_order_by_node_on_the_command_line(tmp_path: Path) -> None:
         db = f"sqlite:///{tmp_path / f'd{len(flag)}.db'}"
         assert main(["run", scenario, "--decisions", str(out), "--store", db, "--run-id", "r", "--quiet", *flag]) == 0
         logs[bool(flag)] = [json.loads(line) for line in out.read_text().splitlines()]
+        assert main(["replay", "--verify", "--store", db, "--run", "r"]) == 0
     plain, by_node = logs[False], logs[True]
     assert [(r["t"], r["type"], r.get("pod")) for r in by_node] == [(r["t"], r["type"], r.get("pod")) for r in plain]
-    assert {r["id"] for r in by_node} != {r["id"] for r in plain}
+    kubelets = [(a["id"], b["id"]) for a, b in zip(plain, by_node, strict=True) if a["type"] in _KUBELET_DECIDES]
+    assert kubelets and all(a != b for a, b in kubelets)
+
+
+def test_timer_requests_ordered_by_node_are_asked_once_per_step() -> None:
+    """Ordered by step a tick is asked for once until it fires; ordered by node once per
+    step, so members that each ask for their own nodes name it alike."""
+    from ledgerlet_core.loop.timers import Timers
+    from ledgerlet_core.model.duration import SECOND
+
+    def asks(place: bool) -> list[tuple[float, float]]:
+        """(the asking step's time, the tick's) of every request made."""
+        timers, made = Timers(EVICTION_MANAGER), []
+        for step_at, at in ((0, 30), (0, 30), (10, 30), (10, 40), (20, 30)):
+            out = emitter(at=step_at)
+            out.place = (lambda node: 0) if place else None
+            timers.want(at * SECOND, 3, out)
+            made += [(e.envelope.t / SECOND, at) for e in out.out]
+            if (step_at, at) == (10, 40):
+                timers.fired(10 * SECOND, 3)  # (a tick at 10 s: what steps before it asked is let go)
+        return made
+
+    assert asks(place=False) == [(0, 30), (10, 40)]  # 30 s stays asked for until it fires
+    assert asks(place=True) == [(0, 30), (10, 30), (10, 40), (20, 30)]

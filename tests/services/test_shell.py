@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import ClassVar
 
+import msgspec
+import pytest
+
 from ledgerlet_bus.api import Record
 from ledgerlet_bus.memory import MemoryBus
 from ledgerlet_core.contracts.envelope import Envelope, encode_envelope
@@ -176,3 +179,36 @@ def test_loops_share_what_they_decode_of_a_batch_s_members() -> None:
     assert len(seen) == 4
     assert seen[0] is seen[2] and seen[1] is seen[3]  # the second loop was given the first's
     assert seen[0] is not seen[1]
+
+
+def _observation(node: str, offset: int, value: bytes | None = None) -> Record:
+    from ledgerlet_core.contracts.internal import NodeObserved
+    from ledgerlet_core.model.summary import NodeStats, Summary
+
+    data = NodeObserved(node=node, summary=Summary(node=NodeStats(node_name=node)), source="usage")
+    env = make_envelope(data, run="r", t=10, order=[1, 0, 10, offset], stream=f"node/{node}", node=node)
+    return Record("ledgerlet.observations", 0, offset, node.encode(), value or encode_envelope(env))
+
+
+def test_a_split_eviction_manager_drops_other_members_observations_undecoded() -> None:
+    """Read live from the broker (no decoding shared with other runners), another member's
+    node's observation is let go by its record's key, never decoded; its own are handled."""
+    from ledgerlet_core.loop.membership import Membership
+    from ledgerlet_services.loops.kubelet import EvictionManager
+
+    member = Membership(0, 2)
+    nodes = [f"node-{i}" for i in range(20)]
+    mine = [n for n in nodes if member.owns(n)]
+    theirs = [n for n in nodes if not member.owns(n)]
+    assert mine and theirs
+    runner = ServiceRunner(MemoryBus(), EvictionManager, member=member)
+    garbage = b"{not an envelope"
+    runner.handle_records([_observation(n, i, garbage) for i, n in enumerate(theirs)])
+    assert runner.stats.foreign == len(theirs) and not runner._held
+    runner.handle_records([_observation(n, 100 + i) for i, n in enumerate(mine)])
+    # (decoded, and held until their step's root has been handled)
+    assert runner.stats.foreign == len(theirs) and sorted(h.env.node or "" for h in runner._held) == sorted(mine)
+    whole = ServiceRunner(MemoryBus(), EvictionManager)  # not split: every observation is its own
+    with pytest.raises(msgspec.DecodeError):
+        whole.handle_records([_observation(theirs[0], 0, garbage)])
+    assert whole.stats.foreign == 0

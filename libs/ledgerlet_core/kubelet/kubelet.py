@@ -99,11 +99,17 @@ class Kubelet:
         #: this kubelet's share of the nodes when the loop is split (loop/membership.py):
         #: it keeps only its own nodes, so every other node's events find nothing to do
         self.member: Membership | None = None
+        #: each of its nodes' place where it first appeared (``NodeEntry.order``): what a
+        #: run ordered by node numbers its events with, kept when the node object is deleted
+        #: (its kubelet goes on) or made again
+        self.places: dict[str, int] = {}
 
     # -- nodes ---------------------------------------------------------------------------
-    def node_applied(self, node: Node, config: KubeletConfig, out: Emitter) -> None:
+    def node_applied(self, node: Node, config: KubeletConfig, out: Emitter, place: int = 0) -> None:
+        """``place``: where the node stands among the cluster's nodes (contracts/order.py)."""
         if self.member is not None and not self.member.owns(node.metadata.name):
             return  # another member's node
+        self.places.setdefault(node.metadata.name, place)
         layout = effective_layout(node.metadata.annotations.get(FILESYSTEMS_ANNOTATION), False)
         existing = self.nodes.get(node.metadata.name)
         if existing is None:

@@ -37,8 +37,8 @@ class Emitter:
     keep: Callable[[str | None], bool] | None = None
     #: a node's place (``NodeEntry.order``) when the run orders this loop's events by node
     place: Callable[[str], int] | None = None
-    #: events emitted so far per node (ordered by node)
-    by_node: dict[str, int] = field(default_factory=dict)
+    #: events emitted so far per node (ordered by node; made on the first)
+    by_node: dict[str, int] | None = None
 
     def skip(self) -> None:
         """Give up the next place in the order without emitting: what would have stood
@@ -65,8 +65,11 @@ class Emitter:
                 what = data.__class__.__name__
                 raise ValueError(f"{what}: ordered by node, an event about no node needs an order of its own")
             else:
-                n = self.by_node.get(node, 0)
-                self.by_node[node] = n + 1
+                by_node = self.by_node
+                if by_node is None:
+                    by_node = self.by_node = {}
+                n = by_node.get(node, 0)
+                by_node[node] = n + 1
                 order = [*self.trigger.order, self.rank, place(node), n]
         if stream is None:
             stream = pod_stream(pod) if pod else node_stream(node) if node else "cluster"

@@ -1,4 +1,5 @@
-"""A loop's requests for clock ticks: asked for once per instant and phase."""
+"""A loop's requests for clock ticks: asked for once per instant and phase until it
+fires (in a run ordered by node, a node-scoped loop's: once per step)."""
 
 from __future__ import annotations
 

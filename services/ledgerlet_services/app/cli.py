@@ -70,6 +70,13 @@ def _order_by_node(cmd: argparse.ArgumentParser) -> None:
     )
 
 
+def _ordered(args: argparse.Namespace, scenario: Scenario | None) -> Scenario | None:
+    """The scenario ordered by node if ``--order-by-node`` says so (contracts/order.py)."""
+    if scenario is None or not args.order_by_node:
+        return scenario
+    return dataclasses.replace(scenario, order_scheme=ORDER_BY_NODE)
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ledgerlet", description=__doc__)
     p.add_argument("--version", action="version", version=version_text())
@@ -196,11 +203,9 @@ def load_or_report(path: Path, console: Console) -> Scenario | None:
 
 
 async def _run(args: argparse.Namespace, console: Console) -> int:
-    scenario = load_or_report(args.scenario, console)
+    scenario = _ordered(args, load_or_report(args.scenario, console))
     if scenario is None:
         return EXIT_BAD_INPUT
-    if args.order_by_node:
-        scenario = dataclasses.replace(scenario, order_scheme=ORDER_BY_NODE)
     for w in scenario.warnings:
         warning(f"{scenario.source}: {w}")
     try:  # (the same OTEL_* variables as the distributed services read; all off by default)
@@ -325,11 +330,9 @@ def _report(args: argparse.Namespace, console: Console, scenario: Scenario, resu
 
 
 async def _drive(args: argparse.Namespace, console: Console) -> int:
-    scenario = load_or_report(args.scenario, console)
+    scenario = _ordered(args, load_or_report(args.scenario, console))
     if scenario is None:
         return EXIT_BAD_INPUT
-    if args.order_by_node:
-        scenario = dataclasses.replace(scenario, order_scheme=ORDER_BY_NODE)
     if not args.bus or not args.store:
         error("drive needs --bus and --store (or LEDGERLET_BUS, LEDGERLET_STORE)")
         return EXIT_BAD_INPUT

@@ -31,7 +31,8 @@ from ledgerlet_services.loops.base import Loop, for_node, on
 class EvictionManager(Loop):
     """Split between members (issue 19), each is the kubelet of its own nodes only: a run
     split so must be ordered by node (``ScenarioStarted.orderScheme``, contracts/order.py),
-    which ``ledgerlet drive --members eviction-manager=N`` asks for."""
+    which ``ledgerlet drive --members eviction-manager=N`` asks for; a member refuses any
+    other run at its start."""
 
     name = "eviction-manager"
     topics = (INPUTS, CLOCK, OBSERVATIONS, DECISIONS)
@@ -50,25 +51,25 @@ class EvictionManager(Loop):
         self.kubelet.member = member
 
     def node_place(self) -> Callable[[str], int] | None:
-        return self._place if self.cluster.settings.order_scheme == ORDER_BY_NODE else None
+        return self.kubelet.places.__getitem__ if self.cluster.settings.order_scheme == ORDER_BY_NODE else None
 
-    def _place(self, node: str) -> int:
-        return self.cluster.nodes[node].order
+    @on(inp.ScenarioStarted)
+    def _started(self, env: Envelope, data: inp.ScenarioStarted, out: Emitter) -> None:
+        member = self.kubelet.member
+        if member is not None and data.order_scheme != ORDER_BY_NODE:
+            raise ValueError(
+                f"eviction-manager member {member.index + 1}/{member.count}: run {env.run} is not ordered by "
+                "node (ScenarioStarted.orderScheme), so its events cannot be shared out: drive it with "
+                f"--members eviction-manager={member.count}"
+            )
 
     # -- nodes and pods ------------------------------------------------------------------
     @on(inp.ObjectApplied)
     def _applied(self, env: Envelope, data: inp.LazyObjectApplied, out: Emitter) -> None:
         kind = data.kind
         if kind == "Node":
-            member = self.kubelet.member
-            if member is not None and self.cluster.settings.order_scheme != ORDER_BY_NODE:
-                raise ValueError(
-                    f"eviction-manager member {member.index + 1}/{member.count}: run {env.run} is not ordered by "
-                    "node (ScenarioStarted.orderScheme), so its events cannot be shared out: drive it with "
-                    f"--members eviction-manager={member.count}"
-                )
             entry = self.cluster.nodes[data.name]
-            self.kubelet.node_applied(entry.node, entry.config, out)
+            self.kubelet.node_applied(entry.node, entry.config, out, entry.order)
         elif kind == "Pod" and data.initial:
             pod = self.cluster.pods.get(env.pod or "")
             if pod is not None:

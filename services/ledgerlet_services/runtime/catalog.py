@@ -79,8 +79,8 @@ def order_scheme_for(members: Mapping[str, int] | None, asked: str = ORDER_BY_ST
     """How a run with ``members`` must be ordered: by node when a node-scoped loop is split
     (its members could not otherwise give their events the ids one loop would), else as
     ``asked`` (contracts/order.py)."""
-    split = [name for name, n in (members or {}).items() if n > 1 and getattr(control_loop(name), "node_scoped", False)]
-    return ORDER_BY_NODE if split else asked
+    loops = [control_loop(name) for name, n in (members or {}).items() if n > 1]
+    return ORDER_BY_NODE if any(kind is not None and kind.node_scoped for kind in loops) else asked
 
 
 def recorder_groups() -> Mapping[str, Sequence[str]]:
