@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from ledgerlet_services.runtime.catalog import loop_groups, parse_members
 from ledgerlet_services.runtime.embedded import FeedOutcome, _seeded_feed, run_feed
 from ledgerlet_services.runtime.shell import ServiceRunner
 from tests.golden.cases import LOGS, ROOT, RUN_ID, cases
+from tests.support.every_event import compared, every_event
 
 
 async def _run(text: str, source: str, members: int) -> tuple[bytes, FeedOutcome]:
@@ -64,39 +64,12 @@ async def test_members_share_the_observations_out_each_made_once() -> None:
         assert sum(shares.values()) == one.service_out["stats-collector"]  # nothing twice, nothing lost
 
 
-class _Everything(DecisionsSink):
-    """Every event the loops emit, by id (observations in full)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.events: dict[str, tuple[str, bytes, list[str], list[int]]] = {}
-
-    async def append_batch(self, envelopes: Sequence[Envelope]) -> int:
-        for e in envelopes:
-            assert e.id not in self.events or self.events[e.id][1] == bytes(e.data), f"{e.type} {e.id} twice, unlike"
-            self.events[e.id] = (e.type, bytes(e.data), e.causes, e.order)
-        return len(envelopes)
-
-
-async def _every_event(text: str, source: str, members: int) -> dict[str, tuple[str, bytes, list[str], list[int]]]:
-    scenario = load_scenario(text, source)
-    sink = _Everything()
-    await run_feed(
-        _seeded_feed(scenario, RUN_ID),
-        sink,
-        run=RUN_ID,
-        duration=scenario.duration,
-        members={"stats-collector": members},
-        full_observations=True,
-    )
-    return sink.events
-
-
 @pytest.mark.parametrize("name", sorted(cases()))
 async def test_three_members_emit_every_event_one_collector_does(name: str) -> None:
     """Not only the decisions: every observation, timer and tick, by id, data, causes, order."""
-    one = await _every_event(*cases()[name](), members=1)
-    assert await _every_event(*cases()[name](), members=3) == one
+    one = await every_event(*cases()[name]())
+    split = await every_event(*cases()[name](), members={"stats-collector": 3})
+    assert {i: compared(e) for i, e in split.items()} == {i: compared(e) for i, e in one.items()}
 
 
 def test_membership() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -29,40 +29,13 @@ from ledgerlet_services.runtime.catalog import order_scheme_for, parse_members
 from ledgerlet_services.runtime.embedded import ServiceFailed, _seeded_feed, run_feed
 from tests.golden.cases import ROOT, RUN_ID, cases
 from tests.support.emit import emitter
+from tests.support.every_event import compared, every_event
 
 EVICTION_MANAGER = "eviction-manager"
 
 
-class _Everything(DecisionsSink):
-    """Every event the loops emit, by id; one id given twice must be the same event."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.events: dict[str, Envelope] = {}
-
-    async def append_batch(self, envelopes: Sequence[Envelope]) -> int:
-        for e in envelopes:
-            had = self.events.get(e.id)
-            assert had is None or (bytes(had.data), had.causes, had.order) == (bytes(e.data), e.causes, e.order), (
-                f"{e.type} {e.id} emitted twice, unlike"
-            )
-            self.events[e.id] = e
-        return len(envelopes)
-
-
 async def _events(name: str, scheme: str, members: Mapping[str, int] | None = None) -> dict[str, Envelope]:
-    text, source = cases()[name]()
-    scenario = dataclasses.replace(load_scenario(text, source), order_scheme=scheme)
-    sink = _Everything()
-    await run_feed(
-        _seeded_feed(scenario, RUN_ID),
-        sink,
-        run=RUN_ID,
-        duration=scenario.duration,
-        members=members,
-        full_observations=True,
-    )
-    return sink.events
+    return await every_event(*cases()[name](), order_scheme=scheme, members=members)
 
 
 def _contents(events: Mapping[str, Envelope]) -> list[str]:
@@ -103,10 +76,7 @@ async def test_three_members_emit_every_event_one_eviction_manager_does(name: st
     """Every decision, observation, timer request and tick, by id, data, causes and order."""
     one = await _events(name, ORDER_BY_NODE)
     split = await _events(name, ORDER_BY_NODE, {EVICTION_MANAGER: 3, "stats-collector": 2})
-    assert split.keys() == one.keys()
-    for i, e in one.items():
-        got = split[i]
-        assert (got.type, bytes(got.data), got.causes, got.order) == (e.type, bytes(e.data), e.causes, e.order)
+    assert {i: compared(e) for i, e in split.items()} == {i: compared(e) for i, e in one.items()}
 
 
 def test_a_split_eviction_manager_orders_the_run_by_node() -> None:

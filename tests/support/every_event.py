@@ -1,0 +1,53 @@
+"""Every event an embedded run's loops emit, by id (observations in full): the split
+services' tests compare runs event by event, not only their decisions."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.scenario.load import load_scenario
+from ledgerlet_services.app.replay import DecisionsSink
+from ledgerlet_services.runtime.embedded import _seeded_feed, run_feed
+from tests.golden.cases import RUN_ID
+
+#: what is compared of an event: its type, data, causes and order
+Compared = tuple[str, bytes, list[str], list[int]]
+
+
+class EveryEvent(DecisionsSink):
+    """Every event the loops emit, by id; one id given twice must be the same event."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.events: dict[str, Envelope] = {}
+
+    async def append_batch(self, envelopes: Sequence[Envelope]) -> int:
+        for e in envelopes:
+            had = self.events.get(e.id)
+            assert had is None or compared(had) == compared(e), f"{e.type} {e.id} emitted twice, unlike"
+            self.events[e.id] = e
+        return len(envelopes)
+
+
+def compared(e: Envelope) -> Compared:
+    return (e.type, bytes(e.data), e.causes, e.order)
+
+
+async def every_event(
+    text: str, source: str, *, order_scheme: str = "", members: Mapping[str, int] | None = None
+) -> dict[str, Envelope]:
+    """The scenario run in-process (its services split as ``members`` says), ordered as
+    ``order_scheme`` says (contracts/order.py): every event by id."""
+    scenario = dataclasses.replace(load_scenario(text, source), order_scheme=order_scheme)
+    sink = EveryEvent()
+    await run_feed(
+        _seeded_feed(scenario, RUN_ID),
+        sink,
+        run=RUN_ID,
+        duration=scenario.duration,
+        members=members,
+        full_observations=True,
+    )
+    return sink.events
