@@ -121,10 +121,14 @@ def test_a_members_kubelet_keeps_only_its_own_nodes() -> None:
     for member in members:
         kubelet = Kubelet(EVICTION_MANAGER, {}, {})
         kubelet.member = member
-        for name in names:
-            kubelet.node_applied(_node(name), resolve_kubelet_config({}), emitter())
+        for place, name in enumerate(names):
+            kubelet.node_applied(_node(name), resolve_kubelet_config({}), emitter(), place=place)
         held.append(set(kubelet.nodes))
         assert held[-1] == {n for n in names if member.owns(n)}
+        assert kubelet.places == {n: names.index(n) for n in held[-1]}
+        for name in held[-1]:  # a node made again keeps the place it first had
+            kubelet.node_applied(_node(name), resolve_kubelet_config({}), emitter(), place=99)
+        assert kubelet.places == {n: names.index(n) for n in held[-1]}
     assert set().union(*held) == set(names) and sum(map(len, held)) == len(names)
 
 
@@ -149,6 +153,18 @@ def test_order_by_node_on_the_command_line(tmp_path: Path) -> None:
     assert [(r["t"], r["type"], r.get("pod")) for r in by_node] == [(r["t"], r["type"], r.get("pod")) for r in plain]
     kubelets = [(a["id"], b["id"]) for a, b in zip(plain, by_node, strict=True) if a["type"] in _KUBELET_DECIDES]
     assert kubelets and all(a != b for a, b in kubelets)
+
+
+def test_ordered_by_node_an_event_about_no_node_needs_an_order_of_its_own() -> None:
+    from ledgerlet_core.contracts.internal import TimerSet
+
+    out = emitter()
+    out.place = {"n1": 4}.__getitem__
+    assert out.emit(TimerSet(at=1, owner="x", phase=0), node="n1").order == [1, 0, 99, 4, 0]
+    assert out.emit(TimerSet(at=2, owner="x", phase=0), node="n1").order == [1, 0, 99, 4, 1]
+    with pytest.raises(ValueError, match="TimerSet: ordered by node, an event about no node needs an order"):
+        out.emit(TimerSet(at=3, owner="x", phase=0))
+    assert out.emit(TimerSet(at=3, owner="x", phase=0), order=[1, 0, 99, 7]).order == [1, 0, 99, 7]
 
 
 def test_timer_requests_ordered_by_node_are_asked_once_per_step() -> None:

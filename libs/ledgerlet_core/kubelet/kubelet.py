@@ -105,8 +105,9 @@ class Kubelet:
         self.places: dict[str, int] = {}
 
     # -- nodes ---------------------------------------------------------------------------
-    def node_applied(self, node: Node, config: KubeletConfig, out: Emitter, place: int = 0) -> None:
-        """``place``: where the node stands among the cluster's nodes (contracts/order.py)."""
+    def node_applied(self, node: Node, config: KubeletConfig, out: Emitter, *, place: int) -> None:
+        """``place``: where the node first stood among the cluster's nodes (``NodeEntry.order``:
+        a run ordered by node numbers its events with it, contracts/order.py)."""
         if self.member is not None and not self.member.owns(node.metadata.name):
             return  # another member's node
         self.places.setdefault(node.metadata.name, place)

@@ -1,18 +1,17 @@
 """One member's share of a service whose work is split between several (issue 19).
 
-Two ways of splitting. The eviction manager's (in a run ordered by node: contracts/
-order.py): each member keeps and works only its own nodes, numbering what it emits about
-a node per node, so no member needs to know what another emitted. The stats collector's,
-below, in any run:
+Two ways of splitting, both keeping every event's id and content as one member alone
+would give it:
 
-The stats collector's work is per node, and its passes over the nodes can be shared out
-without changing a single event id: every member folds everything and keeps the same
-state, but makes only its own nodes' observations (the work that grows with every pass)
-and emits only what concerns its own nodes (what concerns no node, member 1 emits).
-Every node's kernel still runs on every member: its OOM kills take places in the order.
-The places of what
-it leaves to the others are kept (:meth:`~ledgerlet_core.loop.emitter.Emitter.skip`), so
-every event has the id, and the same content, that one member alone would give it.
+* The eviction manager's, in a run ordered by node (contracts/order.py): each member
+  keeps and works only its own nodes, numbering what it emits about a node per node, so
+  no member needs to know what another emitted (:meth:`Membership.keeps_own`).
+* The stats collector's, in any run: every member folds everything and keeps the same
+  state, but makes only its own nodes' observations (the work that grows with every
+  pass) and emits only what concerns its own nodes; what concerns no node, member 1
+  emits (:meth:`Membership.keeps`). Every node's kernel still runs on every member: its
+  OOM kills take places in the order. The places of what it leaves to the others are
+  kept (:meth:`~ledgerlet_core.loop.emitter.Emitter.skip`).
 """
 
 from __future__ import annotations

@@ -395,7 +395,7 @@ def _service(args: argparse.Namespace) -> int:
             partitions=args.partitions,
             telemetry=Telemetry.from_env(args.name),
             stop=stop,
-            heartbeat=Heartbeat(health_file(_health_name(args.name, member))),
+            heartbeat=Heartbeat(health_file(group_of(args.name, member))),  # (a member's its own)
             snapshot_every=SnapshotEvery(args.snapshot_records, args.snapshot_seconds),
             lease=not args.no_lease,
             member=member,
@@ -507,7 +507,7 @@ def _health(args: argparse.Namespace) -> int:
     except ValueError as exc:
         error(f"--member: {exc}")
         return EXIT_BAD_INPUT
-    return EXIT_OK if is_healthy(_health_name(args.name, member), args.max_age) else EXIT_FAILED
+    return EXIT_OK if is_healthy(group_of(args.name, member), args.max_age) else EXIT_FAILED
 
 
 def _member(args: argparse.Namespace) -> Membership | None:
@@ -518,11 +518,6 @@ def _member(args: argparse.Namespace) -> Membership | None:
         kind = control_loop(args.name)
         text = os.environ.get("LEDGERLET_MEMBER") if kind is not None and kind.splittable else None
     return Membership.parse(text) if text else None
-
-
-def _health_name(name: str, member: Membership | None) -> str:
-    """What a service's heartbeat file is named by (a member's its own: several may share a host)."""
-    return group_of(name, member)
 
 
 def _dispatch(args: argparse.Namespace) -> int:

@@ -69,7 +69,7 @@ class EvictionManager(Loop):
         kind = data.kind
         if kind == "Node":
             entry = self.cluster.nodes[data.name]
-            self.kubelet.node_applied(entry.node, entry.config, out, entry.order)
+            self.kubelet.node_applied(entry.node, entry.config, out, place=entry.order)
         elif kind == "Pod" and data.initial:
             pod = self.cluster.pods.get(env.pod or "")
             if pod is not None:
