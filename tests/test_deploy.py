@@ -130,3 +130,29 @@ def test_the_members_override_splits_the_per_node_services_three_ways(service: s
     example = services["example"]
     assert parse_members(example["environment"]["LEDGERLET_MEMBERS"]) == {"stats-collector": 3, "eviction-manager": 3}
     assert all(example["depends_on"][m]["condition"] == "service_healthy" for m in members)
+
+
+@pytest.mark.parametrize("service", ["stats-collector", "eviction-manager"])
+def test_the_pool_override_shares_each_per_node_service_between_replicas(service: str) -> None:
+    """``docker compose -f compose.yaml -f deploy/compose.pool.yaml``, as compose itself
+    merges it: two replicas of each per-node service sharing its six members
+    (``LEDGERLET_POOL``, read by ``ledgerlet service`` as ``--pool``), health-checked as
+    the service is, and the example's driver waiting for the six members of each."""
+    from tests.compose.stack import compose_binary
+
+    merged = subprocess.run(
+        [str(compose_binary()), "-f", "compose.yaml", "-f", "deploy/compose.pool.yaml", "config"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    services = yaml.safe_load(merged)["services"]
+    pooled = services[service]
+    assert pooled["deploy"]["replicas"] == 2
+    assert "container_name" not in pooled  # (replicas need compose to name them)
+    assert pooled["command"] == ["service", service]
+    assert pooled["healthcheck"]["test"] == ["CMD", "ledgerlet", "health", service]
+    pool = int(pooled["environment"]["LEDGERLET_POOL"])
+    example = services["example"]
+    assert parse_members(example["environment"]["LEDGERLET_MEMBERS"])[service] == pool

@@ -65,7 +65,7 @@ class LocalStack:
             self.wait_healthy(names)
         return self
 
-    def start_service(self, name: str, member: str = "") -> None:
+    def start_service(self, name: str, member: str = "", args: tuple[str, ...] = ()) -> str:
         """Start a service; a ``member`` name starts another process of it (a standby),
         known here as ``NAME@MEMBER``, with a log and a heartbeat file of its own."""
         key = f"{name}@{member}" if member else name
@@ -74,8 +74,14 @@ class LocalStack:
             env = {**env, "LEDGERLET_HEALTH_DIR": str(self.member_dir(member))}
             self.member_dir(member).mkdir(parents=True, exist_ok=True)
         log = open(self.log_path(key), "ab")  # noqa: SIM115 (the process owns it)
-        self.procs[key] = subprocess.Popen([*CLI, "service", name], stdout=log, stderr=log, env=env)
+        self.procs[key] = subprocess.Popen([*CLI, "service", name, *args], stdout=log, stderr=log, env=env)
         log.close()
+        return key
+
+    def start_pooled(self, name: str, process: str, count: int) -> str:
+        """Start a process of a split service's pool (``--pool N``), known here as
+        ``NAME@PROCESS``."""
+        return self.start_service(name, process, ("--pool", str(count)))
 
     def start_share(self, name: str, index: int, count: int) -> str:
         """Start member ``index`` (from 1) of ``count`` of a split service (``--member I/N``),

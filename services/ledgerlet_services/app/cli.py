@@ -115,7 +115,7 @@ def _parser() -> argparse.ArgumentParser:
         default=os.environ.get("LEDGERLET_MEMBERS", ""),
         help="services split between several members, NAME=N[,NAME=N] (env LEDGERLET_MEMBERS): the clock "
         "waits for each member (stats-collector and eviction-manager can be split; a split eviction-manager "
-        "orders the run by node; see `service --member`)",
+        "orders the run by node; see `service --member` and `--pool`)",
     )
     drive.add_argument(
         "--idle-timeout",
@@ -141,6 +141,14 @@ def _parser() -> argparse.ArgumentParser:
         help="I/N: run as member I of N of a split service, working its share of the nodes (env "
         "LEDGERLET_MEMBER, which services that cannot be split ignore; stats-collector and "
         "eviction-manager); drive with --members NAME=N",
+    )
+    service.add_argument(
+        "--pool",
+        type=int,
+        default=None,
+        help="N: host a fair share of the N members of a split service (N / live processes, rounded "
+        "up), which move between the processes started with --pool N as they come and go (env "
+        "LEDGERLET_POOL, which services that cannot be split ignore); drive with --members NAME=N",
     )
     service.add_argument(
         "--snapshot-records",
@@ -378,6 +386,11 @@ def _service(args: argparse.Namespace) -> int:
     except ValueError as exc:
         error(f"--member: {exc}")
         return EXIT_BAD_INPUT
+    try:
+        pool = _pool(args)
+    except ValueError as exc:
+        error(f"--pool: {exc}")
+        return EXIT_BAD_INPUT
     logging.basicConfig(
         level=os.environ.get("LEDGERLET_LOG_LEVEL", "INFO").upper(),
         format=f"%(asctime)s {args.name} %(levelname)s %(name)s: %(message)s",
@@ -399,6 +412,7 @@ def _service(args: argparse.Namespace) -> int:
             snapshot_every=SnapshotEvery(args.snapshot_records, args.snapshot_seconds),
             lease=not args.no_lease,
             member=member,
+            pool=pool,
         )
 
     try:
@@ -518,6 +532,21 @@ def _member(args: argparse.Namespace) -> Membership | None:
         kind = control_loop(args.name)
         text = os.environ.get("LEDGERLET_MEMBER") if kind is not None and kind.splittable else None
     return Membership.parse(text) if text else None
+
+
+def _pool(args: argparse.Namespace) -> int | None:
+    """``--pool``, else ``LEDGERLET_POOL`` for a service that can be split; ValueError if
+    it is not a whole number."""
+    if args.pool is not None:
+        return int(args.pool)
+    kind = control_loop(args.name)
+    text = os.environ.get("LEDGERLET_POOL") if kind is not None and kind.splittable else None
+    if not text:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"LEDGERLET_POOL: expected a number of members, got {text!r}") from None
 
 
 def _dispatch(args: argparse.Namespace) -> int:

@@ -35,6 +35,7 @@ from ledgerlet_services.runtime.driver import Driver
 from ledgerlet_services.runtime.embedded import RunResult, new_run_id, record_outcome
 from ledgerlet_services.runtime.health import Heartbeat
 from ledgerlet_services.runtime.lease import Lease
+from ledgerlet_services.runtime.pool import Pool, Presence
 from ledgerlet_services.runtime.recorder import NAME as RECORDER
 from ledgerlet_services.runtime.recorder import RecorderRunner
 from ledgerlet_services.runtime.shell import ServiceRunner, not_splittable
@@ -47,6 +48,11 @@ from ledgerlet_store.store import EventStore
 log = logging.getLogger(__name__)
 
 DEFAULT_PARTITIONS = 6
+
+
+#: seconds a member handed over may take to reach a point where its state can be
+#: checkpointed (runtime/shell.py ServiceRunner.hand_over) before it is stopped anyway
+HAND_OVER_PATIENCE = 10.0
 
 
 class UnknownService(ValueError):
@@ -89,6 +95,7 @@ async def serve(
     snapshot_every: SnapshotEvery | None = None,
     lease: bool = True,
     member: Membership | None = None,
+    pool: int | None = None,
 ) -> None:
     """Run one service until ``stop`` is set (SIGTERM): it finishes its batch and leaves.
 
@@ -97,14 +104,24 @@ async def serve(
     a PostgreSQL store, the service first takes its lease (``lease``): several processes
     may run it, one is active and the others stand by (runtime/lease.py). ``member``: this
     process's share of a split service (loop/membership.py); each member has a group,
-    lease and snapshot of its own."""
+    lease and snapshot of its own. ``pool``: host a fair share of the service's ``pool``
+    members, moving them between the processes of the pool as processes come and go
+    (runtime/pool.py; needs a PostgreSQL store, whose leases say who hosts which)."""
     kind = control_loop(name)
     if kind is None and name != RECORDER:
         raise UnknownService(f"unknown service {name!r}; services: {', '.join(service_names())}")
     if kind is None and not store_dsn:
         raise UnknownService(f"{name} needs --store (or LEDGERLET_STORE)")
-    if member is not None and (kind is None or not kind.splittable):
+    if (member is not None or pool is not None) and (kind is None or not kind.splittable):
         raise UnknownService(not_splittable(name))
+    if pool is not None:
+        if member is not None:
+            raise UnknownService(f"{name}: --member and --pool exclude each other")
+        if pool < 2:
+            raise UnknownService(f"{name}: --pool takes 2 or more members, got {pool}")
+        if not (store_dsn and is_postgres(store_dsn) and lease):
+            raise UnknownService(f"{name}: --pool needs a PostgreSQL store and leases (who hosts a member is a lease)")
+    members = [Membership(i, pool) for i in range(pool)] if pool is not None else [member]
     group = group_of(name, member)
     telemetry = telemetry or Telemetry.disabled()
     stop = stop or asyncio.Event()
@@ -115,26 +132,53 @@ async def serve(
         if store_dsn and (kind is None or every.records > 0):
             store = await open_store(store_dsn)
         groups = (
-            {group: list(kind.topics)} if kind is not None else {g: list(ts) for g, ts in recorder_groups().items()}
+            {group_of(name, m): list(kind.topics) for m in members}
+            if kind is not None
+            else {g: list(ts) for g, ts in recorder_groups().items()}
         )
         current_store = store
 
-        def make_runner() -> ServiceRunner | RecorderRunner:
+        def make_runner(member: Membership | None = member) -> ServiceRunner | RecorderRunner:
             if kind is None:
                 assert current_store is not None
                 return RecorderRunner(bus, current_store, telemetry=telemetry)
             snapshots = None
             if current_store is not None and every.records > 0:
-                key = bus.physical(group)
+                key = bus.physical(group_of(name, member))
                 snapshots = Snapshots(
                     current_store, key, every_records=every.records, every_seconds=every.seconds, host_slot=HOST_SLOT
                 )
             return ServiceRunner(bus, kind, telemetry=telemetry, snapshots=snapshots, member=member)
 
-        held = Lease(store_dsn, bus.physical(group)) if lease and store_dsn and is_postgres(store_dsn) else None
         reporter = asyncio.create_task(_report_lag(bus, groups, telemetry, lag_every))
         try:
-            await _serve_runners(group, make_runner, held, stop, heartbeat, bus_url)
+            if pool is not None:
+                assert store_dsn is not None
+
+                async def serve_member(member: Membership, held: Lease, hand_over: asyncio.Event) -> None:
+                    runner = make_runner(member)
+                    assert isinstance(runner, ServiceRunner)
+                    given_up = asyncio.Event()
+
+                    async def hand_over_in_time() -> None:
+                        await hand_over.wait()
+                        runner.hand_over()  # at its next clean point, with a checkpoint
+                        await asyncio.sleep(HAND_OVER_PATIENCE)
+                        given_up.set()  # (stopped where it is: the next host folds more)
+
+                    handing = asyncio.create_task(hand_over_in_time())
+                    try:
+                        await _run_while_held(group_of(name, member), runner, held, given_up, heartbeat)
+                    finally:
+                        handing.cancel()
+
+                presence = Presence(store_dsn, bus.physical(name))
+                await Pool(
+                    name, pool, presence, lambda m: Lease(store_dsn, bus.physical(group_of(name, m))), serve_member
+                ).run(stop, heartbeat)
+            else:
+                held = Lease(store_dsn, bus.physical(group)) if lease and store_dsn and is_postgres(store_dsn) else None
+                await _serve_runners(group, make_runner, held, stop, heartbeat, bus_url)
         finally:
             reporter.cancel()
     finally:
@@ -159,25 +203,36 @@ async def _serve_runners(
             if not await lease.acquire(stop, heartbeat):
                 return
             log.info("%s: holds the lease: active", name)
-        runner = make_runner()
-        runner.heartbeat = heartbeat
-        task = asyncio.create_task(runner.run(), name=name)
-        stopper = asyncio.create_task(stop.wait())
-        lost = asyncio.create_task(lease.lost()) if lease is not None else None
         log.info("%s: running on %s", name, bus_url)
-        watched = [task, stopper] + ([lost] if lost is not None else [])
-        done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
-        runner.stop()
-        stopper.cancel()
-        try:
-            await task  # finishes the batch in hand, closes its consumer and producer
-        finally:
-            if lost is not None:
-                lost.cancel()
-        if lost is None or lost not in done:
+        if not await _run_while_held(name, make_runner(), lease, stop, heartbeat):
             if lease is not None:
                 await lease.release()
             return
+
+
+async def _run_while_held(
+    name: str,
+    runner: ServiceRunner | RecorderRunner,
+    lease: Lease | None,
+    stop: asyncio.Event,
+    heartbeat: Heartbeat | None,
+) -> bool:
+    """Run ``runner`` until it ends, ``stop`` is set or ``lease`` is lost; whether the
+    lease was lost (the runner then stopped and its state goes)."""
+    runner.heartbeat = heartbeat
+    task = asyncio.create_task(runner.run(), name=name)
+    stopper = asyncio.create_task(stop.wait())
+    lost = asyncio.create_task(lease.lost()) if lease is not None else None
+    watched = [task, stopper] + ([lost] if lost is not None else [])
+    done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+    runner.stop()
+    stopper.cancel()
+    try:
+        await task  # finishes the batch in hand, closes its consumer and producer
+    finally:
+        if lost is not None:
+            lost.cancel()
+    return lost is not None and lost in done
 
 
 async def _report_lag(bus: KafkaBus, groups: dict[str, list[str]], telemetry: Telemetry, every: float) -> None:

@@ -78,7 +78,7 @@ class Lease:
         while not stop.is_set():
             if heartbeat is not None:
                 heartbeat()
-            if await self._try():
+            if await self.try_once():
                 return True
             if not said:
                 log.info("%s: standby (another member holds the lease)", self.key)
@@ -88,7 +88,9 @@ class Lease:
                     await stop.wait()
         return False
 
-    async def _try(self) -> bool:
+    async def try_once(self) -> bool:
+        """Take the lease if it is free, without waiting (False if another holds it or
+        the database does not answer)."""
         conn = None
         try:
             conn = await asyncpg.connect(self.dsn, timeout=10, server_settings=SERVER_SETTINGS)

@@ -145,9 +145,17 @@ class ServiceRunner:
         self.heartbeat: Callable[[], None] | None = None
         #: set once the service has rebuilt its state and consumes new events
         self.ready = asyncio.Event()
+        self._handing_over = False
 
     def stop(self) -> None:
         self._stop.set()
+
+    def hand_over(self) -> None:
+        """Stop at the next point where the state reflects exactly what was committed
+        (a batch published and committed, no event held back), checkpointing it there, so
+        the process that takes this member over folds only what comes after
+        (runtime/pool.py). Unlike :meth:`stop`, the batch in hand is finished."""
+        self._handing_over = True
 
     @property
     def stopping(self) -> bool:
@@ -162,10 +170,16 @@ class ServiceRunner:
             except Stopped:
                 return  # (told to stop while waiting for the snapshot's database)
             await consumer.seek(self._consumed)  # (see the module docstring)
+            #: the offsets the state reflects exactly (the last batch committed), if so
+            clean: dict[TopicPartition, int] | None = None
             self.ready.set()
             while not self._stop.is_set():
                 if self.heartbeat is not None:
                     self.heartbeat()
+                if self._handing_over and not self._held:
+                    if clean is not None:
+                        self.checkpoint_aside(clean)  # (finished below, as the snapshots close)
+                    return
                 records = await poll(consumer, self.max_records, self.name)
                 if not records:
                     if self._checkpoint_due is not None:  # idle: what the last batch could not start
@@ -183,6 +197,7 @@ class ServiceRunner:
                 self.stats.events_out += len(outgoing)
                 offsets = self.commit_offsets(records)
                 committed = await self._commit(consumer, offsets)
+                clean = offsets if committed else None
                 if self.snapshots is not None:
                     due = self.snapshots.count(len(records), took) or self._checkpoint_due is not None
                     if due and committed:

@@ -1,0 +1,224 @@
+"""A pool of processes sharing a split service's members, which move between them as
+processes come and go.
+
+A split service has a fixed number of members (loop/membership.py): each owns a share of
+the nodes and has its own consumer group, lease and snapshot, and the virtual clock
+waits for every member's group. A process started with ``--pool N`` hosts as many of
+the N members as its fair share, ``ceil(N / live processes)``, the way a Kafka consumer
+group shares out partitions; the member is the unit that moves, as a partition is in
+Kafka, and its snapshot is what the next host loads.
+
+* **Who is live.** Each process holds an advisory lock on ``(pool, a number of its own)``
+  on a session of its own, so PostgreSQL counts the live processes (``pg_locks``) and
+  forgets a killed one the moment its session ends.
+* **Taking.** A process below its share takes free members by their leases (the same
+  lease a static member's standby waits on): one taken is served as a fresh runner,
+  which loads the member's newest snapshot and folds what its group committed after it.
+* **Handing over.** A process above its share (another joined) stops the member it took
+  last: the runner finishes its batch, commits, checkpoints its state and lets the lease
+  go, so the next host folds only what came after. A process that dies (SIGKILL) frees
+  its leases with its sessions; the others, whose share has grown, take them.
+
+Nothing is decided twice or lost by a move, for the reasons a standby's take-over is safe
+(runtime/lease.py): a member's decisions do not depend on which process makes them, and
+what it had not committed is handled again under the same ids. While a member has no
+host the clock waits for its group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import random
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any
+
+import asyncpg  # type: ignore[import-untyped]
+
+from ledgerlet_core.loop.membership import Membership
+from ledgerlet_services.runtime.lease import SERVER_SETTINGS, Lease, plain_dsn
+
+log = logging.getLogger(__name__)
+
+#: seconds between a pool process's looks at who is live
+POOL_EVERY = 1.0
+
+
+def fair_share(members: int, live: int) -> int:
+    """How many of ``members`` one of ``live`` processes hosts: rounded up, so the live
+    processes can host every member between them."""
+    return -(-members // max(live, 1))
+
+
+def pool_class_id(key: str) -> int:
+    """The first half of the presence locks' two-part key: 31 bits of the pool's name (a
+    non-negative int4, as ``pg_locks.classid`` shows it)."""
+    return int.from_bytes(hashlib.sha256(f"ledgerlet-pool:{key}".encode()).digest()[:4], "big") & 0x7FFFFFFF
+
+
+_LIVE = (
+    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2"
+    " AND classid = $1::bigint::oid"
+    " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+)
+
+
+class Presence:
+    """A process's place in a pool (``key``: the namespaced service): an advisory lock
+    held on a session of its own, which the other processes count."""
+
+    def __init__(self, dsn: str, key: str) -> None:
+        self.dsn = plain_dsn(dsn)
+        self.key = key
+        self.class_id = pool_class_id(key)
+        #: this process's number in the pool (its lock's second half), once joined
+        self.number: int | None = None
+        self._conn: Any = None
+
+    @property
+    def joined(self) -> bool:
+        return self._conn is not None
+
+    async def join(self) -> None:
+        """Take a number of its own in the pool (raises OSError/asyncpg errors if the
+        database does not answer: the caller tries again)."""
+        conn = await asyncpg.connect(self.dsn, timeout=10, server_settings=SERVER_SETTINGS)
+        try:
+            while True:
+                number = random.randrange(1, 2**31)  # (a name for this process, not a decision)
+                if await conn.fetchval("SELECT pg_try_advisory_lock($1::int, $2::int)", self.class_id, number):
+                    break
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await conn.close()
+            raise
+        self._conn, self.number = conn, number
+
+    async def live(self) -> int:
+        """How many processes are in the pool now (this one included, once joined)."""
+        assert self._conn is not None, "join the pool first"
+        return int(await self._conn.fetchval(_LIVE, self.class_id))
+
+    async def leave(self) -> None:
+        conn, self._conn, self.number = self._conn, None, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                await conn.close(timeout=2)
+
+
+#: serves one member while its lease is held: (member, lease, hand over when set) ->
+#: returns once the member is handed over, its runner ended or its lease lost
+ServeMember = Callable[[Membership, Lease, asyncio.Event], Coroutine[Any, Any, None]]
+
+
+@dataclass
+class _Hosted:
+    member: Membership
+    lease: Lease
+    hand_over: asyncio.Event
+    task: asyncio.Task[None]
+
+
+class Pool:
+    """One process of a service's pool: hosts its fair share of ``count`` members."""
+
+    def __init__(
+        self,
+        name: str,
+        count: int,
+        presence: Presence,
+        lease_for: Callable[[Membership], Lease],
+        serve_member: ServeMember,
+        *,
+        every: float = POOL_EVERY,
+    ) -> None:
+        if count < 2:
+            raise ValueError(f"a pool shares 2 or more members, got {count}")
+        self.name = name
+        self.count = count
+        self.presence = presence
+        self.lease_for = lease_for
+        self.serve_member = serve_member
+        self.every = every
+        #: the members hosted now, in the order they were taken
+        self.hosted: list[_Hosted] = []
+        #: (taken, handed over) so far: what a test or an operator can read off
+        self.moves: list[tuple[str, int]] = []
+
+    @property
+    def indexes(self) -> list[int]:
+        """The members hosted now (from 0)."""
+        return sorted(h.member.index for h in self.hosted)
+
+    async def run(self, stop: asyncio.Event, heartbeat: Callable[[], None] | None = None) -> None:
+        """Host a fair share of the members until ``stop``; then hand every one over."""
+        try:
+            while not stop.is_set():
+                if heartbeat is not None:
+                    heartbeat()
+                await self._reap()
+                try:
+                    if not self.presence.joined:
+                        await self.presence.join()
+                        log.info("%s: joined the pool as %s", self.name, self.presence.number)
+                    share = fair_share(self.count, await self.presence.live())
+                except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
+                    log.warning("%s: the pool's database is not answering (%s)", self.name, exc)
+                    await self.presence.leave()
+                else:
+                    while len(self.hosted) > share:
+                        await self._hand_over(self.hosted[-1])
+                    if len(self.hosted) < share:
+                        await self._take(share - len(self.hosted))
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.every):
+                        await stop.wait()
+        finally:
+            try:  # all at once: each may take a while to reach a point it can checkpoint
+                await asyncio.gather(*(self._hand_over(h) for h in list(self.hosted)), return_exceptions=True)
+            finally:
+                await self.presence.leave()
+
+    async def _reap(self) -> None:
+        """Forget members whose runner ended by itself (the lease lost: another may take
+        them); a runner that failed fails the process, as a single member's does."""
+        for hosted in [h for h in self.hosted if h.task.done()]:
+            self.hosted.remove(hosted)
+            await hosted.lease.release()
+            log.info("%s: member %d of %d ended here", self.name, hosted.member.index + 1, self.count)
+            hosted.task.result()
+
+    async def _take(self, wanted: int) -> None:
+        """Take up to ``wanted`` free members, trying them from a place of this process's
+        own so that processes joining together do not all reach for the same one."""
+        mine = set(self.indexes)
+        start = (self.presence.number or 0) % self.count
+        for step in range(self.count):
+            if wanted == 0:
+                return
+            index = (start + step) % self.count
+            if index in mine:
+                continue
+            member = Membership(index, self.count)
+            lease = self.lease_for(member)
+            if not await lease.try_once():
+                continue
+            hand_over = asyncio.Event()
+            task = asyncio.create_task(self.serve_member(member, lease, hand_over), name=f"{self.name} {index + 1}")
+            self.hosted.append(_Hosted(member, lease, hand_over, task))
+            self.moves.append(("taken", index))
+            log.info("%s: took member %d of %d", self.name, index + 1, self.count)
+            wanted -= 1
+
+    async def _hand_over(self, hosted: _Hosted) -> None:
+        hosted.hand_over.set()
+        try:
+            await hosted.task
+        finally:
+            self.hosted.remove(hosted)
+            await hosted.lease.release()
+            self.moves.append(("handed over", hosted.member.index))
+            log.info("%s: handed member %d of %d over", self.name, hosted.member.index + 1, self.count)

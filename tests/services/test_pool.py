@@ -1,0 +1,181 @@
+"""A pool of processes sharing a split service's members (runtime/pool.py), on the local
+PostgreSQL: who is live, fair shares, members taken and handed over as processes come and
+go, never hosted twice at once. (The same on Tansu with real services, a member moving
+mid-run: tests/distributed/test_pool_members.py.)"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterator
+
+import asyncpg
+import pytest
+
+from ledgerlet_core.loop.membership import Membership
+from ledgerlet_services.runtime.distributed import UnknownService, serve
+from ledgerlet_services.runtime.lease import Lease, plain_dsn
+from ledgerlet_services.runtime.pool import Pool, Presence, ServeMember, fair_share, pool_class_id
+
+pytestmark = pytest.mark.postgres
+
+
+def test_a_fair_share_is_rounded_up_so_the_live_processes_host_every_member() -> None:
+    assert [fair_share(6, live) for live in (1, 2, 3, 4, 5, 6, 7)] == [6, 3, 2, 2, 2, 1, 1]
+    assert fair_share(3, 0) == 3  # (not joined yet: counts itself)
+    assert all(fair_share(n, live) * live >= n for n in range(1, 20) for live in range(1, 20))
+
+
+async def _until(test: Callable[[], bool], timeout: float = 10.0) -> None:
+    for _ in range(int(timeout / 0.02)):
+        if test():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"not so after {timeout} s")
+
+
+async def test_presence_counts_the_live_processes_and_forgets_one_whose_session_ended(pg_database: str) -> None:
+    a, b, other = Presence(pg_database, "ns.svc"), Presence(pg_database, "ns.svc"), Presence(pg_database, "ns.x")
+    for p in (a, b, other):
+        await p.join()
+    assert a.number != b.number
+    assert await a.live() == 2 and await other.live() == 1
+    admin = await asyncpg.connect(plain_dsn(pg_database))
+    try:  # what SIGKILL does to a process: its session ends
+        killed = await admin.fetchval(
+            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND classid = $1::bigint::oid"
+            " AND objid = $2::bigint::oid",
+            pool_class_id("ns.svc"),
+            b.number,
+        )
+        assert await admin.fetchval("SELECT pg_terminate_backend($1)", killed)
+    finally:
+        await admin.close()
+    for _ in range(200):
+        if await a.live() == 1:
+            break
+        await asyncio.sleep(0.05)
+    assert await a.live() == 1
+    for p in (a, b, other):
+        await p.leave()
+
+
+class _Hosts:
+    """Fake member runners that note where each member is hosted, and fail the test if
+    one is ever hosted by two processes at once."""
+
+    def __init__(self) -> None:
+        self.where: dict[int, str] = {}
+        self.taken: list[tuple[str, int]] = []
+
+    def serve(self, process: str) -> ServeMember:
+        async def serve_member(member: Membership, lease: Lease, hand_over: asyncio.Event) -> None:
+            assert lease.held
+            assert member.index not in self.where, f"member {member.index} hosted twice"
+            self.where[member.index] = process
+            self.taken.append((process, member.index))
+            try:
+                await hand_over.wait()
+            finally:
+                del self.where[member.index]
+
+        return serve_member
+
+    def of(self, process: str) -> list[int]:
+        return sorted(i for i, p in self.where.items() if p == process)
+
+
+@contextlib.contextmanager
+def _pools() -> Iterator[list[tuple[Pool, asyncio.Event, asyncio.Task[None]]]]:
+    made: list[tuple[Pool, asyncio.Event, asyncio.Task[None]]] = []
+    try:
+        yield made
+    finally:
+        for _, stop, task in made:
+            stop.set()
+            task.cancel()
+
+
+async def test_members_move_as_processes_join_and_leave(pg_database: str) -> None:
+    hosts = _Hosts()
+
+    def start(process: str, made: list[tuple[Pool, asyncio.Event, asyncio.Task[None]]]) -> tuple[Pool, asyncio.Event]:
+        pool = Pool(
+            "eviction-manager",
+            3,
+            Presence(pg_database, "ns.eviction-manager"),
+            lambda m: Lease(pg_database, f"ns.eviction-manager.{m.suffix}", every=0.1),
+            hosts.serve(process),
+            every=0.05,
+        )
+        stop = asyncio.Event()
+        made.append((pool, stop, asyncio.create_task(pool.run(stop))))
+        return pool, stop
+
+    with _pools() as made:
+        a, stop_a = start("a", made)
+        await _until(lambda: hosts.of("a") == [0, 1, 2])  # alone: every member
+        b, _ = start("b", made)  # joins: a hands one over (share 2 of 3), b takes it
+        await _until(lambda: len(hosts.of("a")) == 2 and len(hosts.of("b")) == 1)
+        assert ("handed over", hosts.of("b")[0]) in a.moves
+        c, _ = start("c", made)  # share 1 each
+        await _until(lambda: [len(hosts.of(p)) for p in "abc"] == [1, 1, 1])
+        await asyncio.sleep(0.3)  # and it stays so: nothing moves without a change
+        assert [len(hosts.of(p)) for p in "abc"] == [1, 1, 1]
+        settled = len(hosts.taken)
+        stop_a.set()  # a leaves: its member goes to b or c
+        await made[0][2]
+        await _until(lambda: sorted(hosts.of("b") + hosts.of("c")) == [0, 1, 2])
+        assert len(hosts.taken) == settled + 1
+        assert b.indexes + c.indexes and not a.hosted
+
+
+async def test_a_member_runner_that_fails_fails_its_process(pg_database: str) -> None:
+    async def failing(member: Membership, lease: Lease, hand_over: asyncio.Event) -> None:
+        raise RuntimeError(f"member {member.index} broke")
+
+    pool = Pool(
+        "stats-collector",
+        2,
+        Presence(pg_database, "ns.stats-collector"),
+        lambda m: Lease(pg_database, f"ns.stats-collector.{m.suffix}", every=0.1),
+        failing,
+        every=0.05,
+    )
+    with pytest.raises(RuntimeError, match="broke"):
+        await asyncio.wait_for(pool.run(asyncio.Event()), 10)
+    assert not pool.hosted and not pool.presence.joined  # (its leases and its place let go)
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs", "message"),
+    [
+        ("scheduler", {"pool": 3}, "scheduler cannot be split"),
+        ("eviction-manager", {"pool": 1}, "2 or more"),
+        ("eviction-manager", {"pool": 3, "member": Membership(0, 3)}, "exclude each other"),
+        ("eviction-manager", {"pool": 3, "lease": False}, "needs a PostgreSQL store and leases"),
+    ],
+)
+async def test_a_pool_is_refused_where_it_cannot_work(
+    name: str, kwargs: dict[str, object], message: str, pg_database: str
+) -> None:
+    with pytest.raises(UnknownService, match=message):
+        await serve(name, bus_url="kafka://127.0.0.1:1", store_dsn=pg_database, **kwargs)  # type: ignore[arg-type]
+
+
+def test_the_cli_reads_the_pool_from_the_environment_and_refuses_a_bad_one(
+    pg_database: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``LEDGERLET_POOL`` set for a container, as deploy/compose.pool.yaml does: a bad
+    value is refused by name before anything starts, and so is a pool without leases."""
+    from ledgerlet_services.app.cli import EXIT_BAD_INPUT, main
+
+    argv = ["service", "eviction-manager", "--bus", "kafka://127.0.0.1:1", "--store", pg_database]
+    monkeypatch.setenv("LEDGERLET_POOL", "six")
+    assert main(argv) == EXIT_BAD_INPUT
+    assert "LEDGERLET_POOL: expected a number of members, got 'six'" in " ".join(capsys.readouterr().err.split())
+    monkeypatch.setenv("LEDGERLET_POOL", "3")
+    assert main([*argv, "--no-lease"]) == EXIT_BAD_INPUT
+    assert "--pool needs a PostgreSQL store and leases" in " ".join(capsys.readouterr().err.split())
+    assert main([*argv, "--no-lease", "--pool", "1"]) == EXIT_BAD_INPUT  # (the flag before the variable)
+    assert "2 or more" in " ".join(capsys.readouterr().err.split())
