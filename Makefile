@@ -48,7 +48,7 @@ imports: $(STAMP)
 contracts: $(STAMP)
 	$(BIN)/ledgerlet contracts --check
 
-## bench: store appends/s, one eviction decision, the embedded run's rate, keeping up with 5,000 nodes, end to end on Kafka + PostgreSQL, the collector split 1/2/4 ways, restarts with and without snapshots, post-mortems on 10M events, scheduling and shutdown, the fleet
+## bench: store appends/s, one eviction decision, the embedded run's rate, keeping up with 5,000 nodes, end to end on Kafka + PostgreSQL, the per-node services split 1/2/4 ways, members moving between a pool's processes, restarts with and without snapshots, post-mortems on 10M events, scheduling and shutdown, the fleet
 bench: $(STAMP)
 	mkdir -p $(OUT)
 	$(BIN)/python bench/bench_store.py --out $(OUT)
@@ -57,6 +57,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_keepup.py --out $(OUT)
 	$(BIN)/python bench/bench_distributed.py --out $(OUT)
 	$(BIN)/python bench/bench_members.py --out $(OUT)
+	$(BIN)/python bench/bench_pool.py --out $(OUT)
 	$(BIN)/python bench/bench_restart.py --out $(OUT)
 	$(BIN)/python bench/bench_snapshot.py --out $(OUT)
 	$(BIN)/python bench/bench_postmortem.py --out $(OUT)

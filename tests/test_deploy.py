@@ -150,6 +150,7 @@ def test_the_pool_override_shares_each_per_node_service_between_replicas(service
     services = yaml.safe_load(merged)["services"]
     pooled = services[service]
     assert pooled["deploy"]["replicas"] == 2
+    assert pooled["stop_grace_period"] == "2m30s"  # (members are checkpointed as they are handed over)
     assert "container_name" not in pooled  # (replicas need compose to name them)
     assert pooled["command"] == ["service", service]
     assert pooled["healthcheck"]["test"] == ["CMD", "ledgerlet", "health", service]

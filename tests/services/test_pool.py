@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 
 import asyncpg
 import pytest
 
 from ledgerlet_core.loop.membership import Membership
 from ledgerlet_services.runtime.distributed import UnknownService, serve
-from ledgerlet_services.runtime.lease import Lease, plain_dsn
+from ledgerlet_services.runtime.lease import Lease, lock_id, plain_dsn
 from ledgerlet_services.runtime.pool import Pool, Presence, ServeMember, fair_share, pool_class_id
 
 pytestmark = pytest.mark.postgres
@@ -67,11 +67,14 @@ class _Hosts:
     def __init__(self) -> None:
         self.where: dict[int, str] = {}
         self.taken: list[tuple[str, int]] = []
+        self.wrong: list[str] = []
 
     def serve(self, process: str) -> ServeMember:
         async def serve_member(member: Membership, lease: Lease, hand_over: asyncio.Event) -> None:
-            assert lease.held
-            assert member.index not in self.where, f"member {member.index} hosted twice"
+            if not lease.held:
+                self.wrong.append(f"member {member.index} served without its lease")
+            if member.index in self.where:
+                self.wrong.append(f"member {member.index} hosted twice")
             self.where[member.index] = process
             self.taken.append((process, member.index))
             try:
@@ -85,15 +88,17 @@ class _Hosts:
         return sorted(i for i, p in self.where.items() if p == process)
 
 
-@contextlib.contextmanager
-def _pools() -> Iterator[list[tuple[Pool, asyncio.Event, asyncio.Task[None]]]]:
+@contextlib.asynccontextmanager
+async def _pools() -> AsyncIterator[list[tuple[Pool, asyncio.Event, asyncio.Task[None]]]]:
     made: list[tuple[Pool, asyncio.Event, asyncio.Task[None]]] = []
     try:
         yield made
     finally:
-        for _, stop, task in made:
+        for _, stop, _ in made:
             stop.set()
-            task.cancel()
+        for pool, _, task in made:
+            await asyncio.wait_for(task, 10)  # (each hands its members over and leaves)
+            assert not pool.hosted and not pool.presence.joined
 
 
 async def test_members_move_as_processes_join_and_leave(pg_database: str) -> None:
@@ -112,7 +117,7 @@ async def test_members_move_as_processes_join_and_leave(pg_database: str) -> Non
         made.append((pool, stop, asyncio.create_task(pool.run(stop))))
         return pool, stop
 
-    with _pools() as made:
+    async with _pools() as made:
         a, stop_a = start("a", made)
         await _until(lambda: hosts.of("a") == [0, 1, 2])  # alone: every member
         b, _ = start("b", made)  # joins: a hands one over (share 2 of 3), b takes it
@@ -128,6 +133,34 @@ async def test_members_move_as_processes_join_and_leave(pg_database: str) -> Non
         await _until(lambda: sorted(hosts.of("b") + hosts.of("c")) == [0, 1, 2])
         assert len(hosts.taken) == settled + 1
         assert b.indexes + c.indexes and not a.hosted
+    assert not hosts.wrong
+
+
+async def test_a_pool_takes_only_free_members_and_one_freed_later(pg_database: str) -> None:
+    """A member whose lease another holds (a static ``--member`` process, or a process of
+    the pool not counted yet) is left to it, and taken once it is let go."""
+    hosts = _Hosts()
+    elsewhere = Lease(pg_database, "ns.eviction-manager.member-1-of-2", every=0.1)
+    assert await elsewhere.try_once()
+    presence = Presence(pg_database, "ns.eviction-manager")
+    pool = Pool(
+        "eviction-manager",
+        2,
+        presence,
+        lambda m: Lease(pg_database, f"ns.eviction-manager.{m.suffix}", every=0.1),
+        hosts.serve("a"),
+        every=0.05,
+    )
+    async with _pools() as made:
+        stop = asyncio.Event()
+        made.append((pool, stop, asyncio.create_task(pool.run(stop))))
+        await _until(lambda: hosts.of("a") == [1])
+        assert lock_id(elsewhere.key) in await presence.leases_held()  # (seen as held: not tried)
+        await asyncio.sleep(0.3)
+        assert hosts.of("a") == [1]
+        await elsewhere.release()
+        await _until(lambda: hosts.of("a") == [0, 1])
+    assert not hosts.wrong
 
 
 async def test_a_member_runner_that_fails_fails_its_process(pg_database: str) -> None:

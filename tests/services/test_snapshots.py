@@ -669,3 +669,49 @@ def test_a_snapshot_child_dies_with_its_parent_by_what_its_parent_looked_up(monk
     assert calls == [(1, signal.SIGKILL)] and exits == []
     snapshots_module._die_with_parent(os.getpid())  # not this process's parent: it is gone
     assert exits == [1]
+
+
+async def test_a_member_handed_over_checkpoints_what_it_committed_and_its_next_host_folds_nothing(
+    sqlite_store: EventStore, tmp_path: Path
+) -> None:
+    """``ServiceRunner.hand_over`` (a pool's member moving to another process:
+    runtime/pool.py): the runner stops where its state reflects exactly what it committed,
+    checkpoints there, waiting for the machine's turn if another service's child holds
+    it, and the runner that takes the member over reads nothing back and decides what
+    one that never stopped decides."""
+    rec = await recorded("memory-pressure.yaml", tmp_path)
+    kind = next(k for k in CONTROL_LOOPS if k.name == "eviction-manager")
+    first, rest, _ = split_at_instant(rec.by_loop[kind.name])
+    slot = tmp_path / "snapshot.lock"
+    snaps = Snapshots(sqlite_store, "handed", every_records=10**9, every_seconds=1e9, host_slot=slot)  # (none due)
+    bus = MemoryBus(retain=True)
+    runner = ServiceRunner(bus, kind, snapshots=snaps)
+    task = asyncio.create_task(runner.run())
+    try:
+        await _feed_until_idle(bus, kind, first)
+        other = take_host_slot(slot)  # another member's child is pickling
+        assert other is not None
+        runner.hand_over()
+        await asyncio.sleep(0.5)
+        assert not task.done() and snaps.stats.taken == 0  # it waits for its turn
+        os.close(other)
+        await asyncio.wait_for(task, 30)
+    finally:
+        runner.stop()
+        await task
+    assert snaps.stats.taken == 1
+    saved = await sqlite_store.load_snapshot("handed")
+    assert saved is not None and saved.offsets == bus.committed(kind.name)
+
+    p = bus.producer()
+    for r in rest:
+        await p.send(r.topic, r.value, key=r.key, headers=r.headers)
+    await p.flush()
+    taker = ServiceRunner(bus, kind, snapshots=Snapshots(sqlite_store, "handed"))
+    assert await taker.rebuild() == 0 and taker.stats.rebuilt_records == 0
+    tail = await bus.consumer(kind.name, kind.topics, whole=True).getmany(timeout=0.1, max_records=100_000)
+    never_stopped = ServiceRunner(MemoryBus(), kind, group="x")
+    emitted(never_stopped, first)
+    decided = sorted(emitted(taker, tail))
+    assert decided == sorted(emitted(never_stopped, rest))
+    assert any(b'"type":"PodEvicted"' in e for e in decided)

@@ -224,7 +224,13 @@ async def _run_while_held(
     stopper = asyncio.create_task(stop.wait())
     lost = asyncio.create_task(lease.lost()) if lease is not None else None
     watched = [task, stopper] + ([lost] if lost is not None else [])
-    done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+    try:
+        done, _ = await asyncio.wait(watched, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:  # (not left running without its lease: cancelled too)
+        for pending in watched:
+            pending.cancel()
+        await asyncio.gather(*watched, return_exceptions=True)
+        raise
     runner.stop()
     stopper.cancel()
     try:

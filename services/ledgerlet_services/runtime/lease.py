@@ -95,13 +95,14 @@ class Lease:
         try:
             conn = await asyncpg.connect(self.dsn, timeout=10, server_settings=SERVER_SETTINGS)
             if await conn.fetchval("SELECT pg_try_advisory_lock($1)", lock_id(self.key)):
-                self._conn = conn
+                self._conn, conn = conn, None
                 return True
-        except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
             log.warning("%s: the lease's database is not answering (%s)", self.key, exc)
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                await conn.close()
+        finally:
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    await conn.close()
         return False
 
     async def lost(self) -> None:

@@ -39,7 +39,7 @@ from typing import Any
 import asyncpg  # type: ignore[import-untyped]
 
 from ledgerlet_core.loop.membership import Membership
-from ledgerlet_services.runtime.lease import SERVER_SETTINGS, Lease, plain_dsn
+from ledgerlet_services.runtime.lease import PING_PATIENCE, SERVER_SETTINGS, Lease, lock_id, plain_dsn
 
 log = logging.getLogger(__name__)
 
@@ -59,10 +59,16 @@ def pool_class_id(key: str) -> int:
     return int.from_bytes(hashlib.sha256(f"ledgerlet-pool:{key}".encode()).digest()[:4], "big") & 0x7FFFFFFF
 
 
+_HERE = " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
 _LIVE = (
     "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2"
-    " AND classid = $1::bigint::oid"
-    " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    " AND classid = $1::bigint::oid" + _HERE
+)
+#: the one-part (bigint) advisory locks held: leases (runtime/lease.py lock_id), whose key
+#: pg_locks shows as its high and low halves
+_HELD = (
+    "SELECT (classid::bigint << 32) | objid::bigint FROM pg_locks"
+    " WHERE locktype = 'advisory' AND granted AND objsubid = 1" + _HERE
 )
 
 
@@ -98,9 +104,18 @@ class Presence:
         self._conn, self.number = conn, number
 
     async def live(self) -> int:
-        """How many processes are in the pool now (this one included, once joined)."""
+        """How many processes are in the pool now (this one included, once joined).
+        Raises TimeoutError if the database does not answer in time (a network cut)."""
         assert self._conn is not None, "join the pool first"
-        return int(await self._conn.fetchval(_LIVE, self.class_id))
+        async with asyncio.timeout(PING_PATIENCE):
+            return int(await self._conn.fetchval(_LIVE, self.class_id))
+
+    async def leases_held(self) -> set[int]:
+        """The lock ids of the leases held now, by anyone (so that only free members are
+        tried, without a connection for each)."""
+        assert self._conn is not None, "join the pool first"
+        async with asyncio.timeout(PING_PATIENCE):
+            return {int(row[0]) for row in await self._conn.fetch(_HELD)}
 
     async def leave(self) -> None:
         conn, self._conn, self.number = self._conn, None, None
@@ -134,7 +149,11 @@ class Pool:
         serve_member: ServeMember,
         *,
         every: float = POOL_EVERY,
+        settle: float | None = None,
     ) -> None:
+        """``settle``: how long the number of live processes must stay the same before
+        members move (default two looks): processes that rejoin together after a database
+        restart, or a replica restarted, do not send members back and forth."""
         if count < 2:
             raise ValueError(f"a pool shares 2 or more members, got {count}")
         self.name = name
@@ -143,6 +162,9 @@ class Pool:
         self.lease_for = lease_for
         self.serve_member = serve_member
         self.every = every
+        self.settle = settle if settle is not None else 2 * every
+        #: the number of live processes last seen, and since when (the event loop's clock)
+        self._live: tuple[int, float] | None = None
         #: the members hosted now, in the order they were taken
         self.hosted: list[_Hosted] = []
         #: (taken, handed over) so far: what a test or an operator can read off
@@ -161,26 +183,39 @@ class Pool:
                     heartbeat()
                 await self._reap()
                 try:
-                    if not self.presence.joined:
-                        await self.presence.join()
-                        log.info("%s: joined the pool as %s", self.name, self.presence.number)
-                    share = fair_share(self.count, await self.presence.live())
+                    await self._turn()
                 except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
                     log.warning("%s: the pool's database is not answering (%s)", self.name, exc)
                     await self.presence.leave()
-                else:
-                    while len(self.hosted) > share:
-                        await self._hand_over(self.hosted[-1])
-                    if len(self.hosted) < share:
-                        await self._take(share - len(self.hosted))
+                    self._live = None
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self.every):
                         await stop.wait()
         finally:
             try:  # all at once: each may take a while to reach a point it can checkpoint
-                await asyncio.gather(*(self._hand_over(h) for h in list(self.hosted)), return_exceptions=True)
+                ended = await asyncio.gather(*(self._hand_over(h) for h in list(self.hosted)), return_exceptions=True)
+                for failure in (e for e in ended if isinstance(e, BaseException)):
+                    log.error("%s: a member failed as it was handed over: %r", self.name, failure)
             finally:
                 await self.presence.leave()
+
+    async def _turn(self) -> None:
+        """One look at the pool: once the number of live processes has settled, hand
+        one member over if this process hosts more than its share, or take free ones if
+        it hosts fewer."""
+        if not self.presence.joined:
+            await self.presence.join()
+            log.info("%s: joined the pool as %s", self.name, self.presence.number)
+        live, now = await self.presence.live(), asyncio.get_running_loop().time()
+        if self._live is None or self._live[0] != live:
+            self._live = (live, now)
+        if now - self._live[1] < self.settle:
+            return
+        share = fair_share(self.count, live)
+        if len(self.hosted) > share:
+            await self._hand_over(self.hosted[-1])  # (one a look: the share is looked at again)
+        elif len(self.hosted) < share:
+            await self._take(share - len(self.hosted))
 
     async def _reap(self) -> None:
         """Forget members whose runner ended by itself (the lease lost: another may take
@@ -195,6 +230,7 @@ class Pool:
         """Take up to ``wanted`` free members, trying them from a place of this process's
         own so that processes joining together do not all reach for the same one."""
         mine = set(self.indexes)
+        held = await self.presence.leases_held()
         start = (self.presence.number or 0) % self.count
         for step in range(self.count):
             if wanted == 0:
@@ -204,7 +240,7 @@ class Pool:
                 continue
             member = Membership(index, self.count)
             lease = self.lease_for(member)
-            if not await lease.try_once():
+            if lock_id(lease.key) in held or not await lease.try_once():
                 continue
             hand_over = asyncio.Event()
             task = asyncio.create_task(self.serve_member(member, lease, hand_over), name=f"{self.name} {index + 1}")
@@ -214,11 +250,12 @@ class Pool:
             wanted -= 1
 
     async def _hand_over(self, hosted: _Hosted) -> None:
+        log.info("%s: handing member %d of %d over", self.name, hosted.member.index + 1, self.count)
         hosted.hand_over.set()
         try:
             await hosted.task
         finally:
             self.hosted.remove(hosted)
             await hosted.lease.release()
-            self.moves.append(("handed over", hosted.member.index))
-            log.info("%s: handed member %d of %d over", self.name, hosted.member.index + 1, self.count)
+        self.moves.append(("handed over", hosted.member.index))
+        log.info("%s: handed member %d of %d over", self.name, hosted.member.index + 1, self.count)

@@ -83,6 +83,11 @@ def not_splittable(name: str) -> str:
     return f"{name} cannot be split between members (only the stats collector and the eviction manager can, so far)"
 
 
+#: seconds a member handed over waits for its checkpoint (its turn on the machine and
+#: the save): a fleet's state takes seconds to pickle (bench_snapshot.py)
+HAND_OVER_SAVE_PATIENCE = 120.0
+
+
 class ServiceRunner:
     def __init__(
         self,
@@ -170,15 +175,19 @@ class ServiceRunner:
             except Stopped:
                 return  # (told to stop while waiting for the snapshot's database)
             await consumer.seek(self._consumed)  # (see the module docstring)
-            #: the offsets the state reflects exactly (the last batch committed), if so
-            clean: dict[TopicPartition, int] | None = None
+            #: the offsets the state reflects exactly (what was rebuilt, then the last batch
+            #: committed), if so; a rebuild from a snapshot alone has nothing to add to it
+            clean: dict[TopicPartition, int] | None = dict(self._consumed) if self.stats.rebuilt_records else None
             self.ready.set()
             while not self._stop.is_set():
                 if self.heartbeat is not None:
                     self.heartbeat()
                 if self._handing_over and not self._held:
-                    if clean is not None:
-                        self.checkpoint_aside(clean)  # (finished below, as the snapshots close)
+                    if clean is not None and self.snapshots is not None:
+                        saved = await self.snapshots.save_in_turn(self.state(), clean, HAND_OVER_SAVE_PATIENCE)
+                        log.info(
+                            "%s: handed over %s", self.group, "with a checkpoint" if saved else "(not checkpointed)"
+                        )
                     return
                 records = await poll(consumer, self.max_records, self.name)
                 if not records:
@@ -275,7 +284,7 @@ class ServiceRunner:
         self.stats.rebuilt_records = len(history)
         log.info(
             "%s: rebuilt state from %s%d events of %d records (%d runs ended) in %.2f s",
-            self.name,
+            self.group,  # (a member by its own group)
             "a snapshot and " if loaded is not None else "",
             folded,
             len(history),

@@ -303,6 +303,25 @@ class Snapshots:
         self.begin(state, offsets)
         await self.wait()
 
+    async def save_in_turn(self, state: RunnerState, offsets: dict[TopicPartition, int], timeout: float) -> bool:
+        """Checkpoint ``state`` as of ``offsets`` and wait until it is stored, waiting
+        first for one under way and for the machine's turn (a member handed over: the
+        loop does not handle anything meanwhile, so ``state`` stays as it is); whether it
+        was stored within ``timeout`` seconds."""
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    await self.wait()
+                    taken = self.stats.taken
+                    if self.begin(state, offsets):
+                        await self.wait()
+                        return self.stats.taken > taken
+                    if not self.waiting_for_host:
+                        return False  # (it could not start: no fork)
+                    await asyncio.sleep(0.1)
+        except TimeoutError:
+            return False
+
     async def wait(self) -> None:
         if self._pending is not None:
             await asyncio.shield(self._pending)
