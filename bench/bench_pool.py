@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-import asyncpg
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).parent))
@@ -35,6 +33,7 @@ from tests.support.brokers import Tansu  # noqa: E402
 from tests.support.stack import LocalStack  # noqa: E402
 
 from bench_distributed import PG, _admin  # noqa: E402
+from bench_members import observations_stored  # noqa: E402
 from fleet import fleet  # noqa: E402
 from ledgerlet_core.model.duration import parse_duration  # noqa: E402
 from ledgerlet_services.runtime.catalog import service_names  # noqa: E402
@@ -64,14 +63,6 @@ class Move:
     rebuild_s: float
     from_snapshot: bool
     records_read: int
-
-
-async def observations_stored(dsn: str, run: str) -> int:
-    conn = await asyncpg.connect(dsn)
-    try:
-        return int(await conn.fetchval("SELECT count(*) FROM events WHERE run = $1 AND type = 'NodeObserved'", run))
-    finally:
-        await conn.close()
 
 
 def _wait_for(stack: LocalStack, name: str, pattern: re.Pattern[str], count: int, timeout: float = 600) -> None:
@@ -153,7 +144,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--nodes", type=int, default=500)
     ap.add_argument("--pods-per-node", type=int, default=110)
-    ap.add_argument("--duration", default="5m")
+    ap.add_argument("--duration", default="15m")
     ap.add_argument("--members", type=int, default=4)
     ap.add_argument("--out", type=Path, default=Path("out"))
     args = ap.parse_args()

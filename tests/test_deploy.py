@@ -105,21 +105,26 @@ def test_dockerfile_copies_what_the_package_needs() -> None:
     assert {svc["image"] for svc in ledgerlet} == {"ledgerlet:dev"}  # one image for every service
 
 
-@pytest.mark.parametrize("service", ["stats-collector", "eviction-manager"])
-def test_the_members_override_splits_the_per_node_services_three_ways(service: str) -> None:
-    """``docker compose -f compose.yaml -f deploy/compose.members.yaml``, as compose
-    itself merges it: members 1/3..3/3 of each per-node service, each health-checked as
-    the service is, and the example's driver waiting for all of them."""
+def _merged(override: str) -> dict[str, Any]:
+    """The services of compose.yaml with ``override``, as compose itself merges them."""
     from tests.compose.stack import compose_binary
 
     merged = subprocess.run(
-        [str(compose_binary()), "-f", "compose.yaml", "-f", "deploy/compose.members.yaml", "config"],
+        [str(compose_binary()), "-f", "compose.yaml", "-f", override, "config"],
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    services = yaml.safe_load(merged)["services"]
+    return dict(yaml.safe_load(merged)["services"])
+
+
+@pytest.mark.parametrize("service", ["stats-collector", "eviction-manager"])
+def test_the_members_override_splits_the_per_node_services_three_ways(service: str) -> None:
+    """``docker compose -f compose.yaml -f deploy/compose.members.yaml``, as compose
+    itself merges it: members 1/3..3/3 of each per-node service, each health-checked as
+    the service is, and the example's driver waiting for all of them."""
+    services = _merged("deploy/compose.members.yaml")
     members = [service, f"{service}-2", f"{service}-3"]
     assert [services[m]["environment"]["LEDGERLET_MEMBER"] for m in members] == ["1/3", "2/3", "3/3"]
     bus = services["scheduler"]["environment"]["LEDGERLET_BUS"]
@@ -138,16 +143,7 @@ def test_the_pool_override_shares_each_per_node_service_between_replicas(service
     merges it: two replicas of each per-node service sharing its six members
     (``LEDGERLET_POOL``, read by ``ledgerlet service`` as ``--pool``), health-checked as
     the service is, and the example's driver waiting for the six members of each."""
-    from tests.compose.stack import compose_binary
-
-    merged = subprocess.run(
-        [str(compose_binary()), "-f", "compose.yaml", "-f", "deploy/compose.pool.yaml", "config"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    services = yaml.safe_load(merged)["services"]
+    services = _merged("deploy/compose.pool.yaml")
     pooled = services[service]
     assert pooled["deploy"]["replicas"] == 2
     assert pooled["stop_grace_period"] == "2m30s"  # (members are checkpointed as they are handed over)
