@@ -42,6 +42,7 @@ SERVICE = "eviction-manager"
 _STAMP = r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) "
 _HANDING = re.compile(_STAMP + r".*: handing member (\d+) of \d+ over$", re.M)
 _HANDED = re.compile(_STAMP + r".*: handed member (\d+) of \d+ over$", re.M)
+_CHECKPOINTED = re.compile(r"\.member-(\d+)-of-\d+: handed over with a checkpoint$", re.M)
 _TOOK = re.compile(_STAMP + r".*: took member (\d+) of \d+$", re.M)
 _REBUILT = re.compile(
     _STAMP + r".*\.member-(\d+)-of-\d+: rebuilt state from (a snapshot and )?(\d+) events of (\d+) records "
@@ -57,7 +58,7 @@ def _at(stamp: str) -> float:
 @dataclass
 class Move:
     member: int
-    how: str  # "handed over" or "host killed"
+    how: str  # "handed over", "handed over (no checkpoint)" or "host killed"
     handing_s: float | None  # hand-over asked -> lease let go (None: killed)
     gap_s: float  # lease let go (or the kill) -> taken by the new host
     rebuild_s: float
@@ -100,6 +101,8 @@ def one_run(path: Path, members: int, observations: int, workdir: Path, *, move:
             print(f"  a second process joined at {time.time() - began:.1f} s", flush=True)
             while asyncio.run(observations_stored(dsn, run)) < 2 * observations // 3:
                 time.sleep(0.2)
+            if drive.poll() is not None:
+                raise RuntimeError("the run ended before the kill: give it a longer --duration")
             killed_at = time.time()
             stack.kill(first)
             print(f"  the first killed at {killed_at - began:.1f} s", flush=True)
@@ -116,6 +119,7 @@ def one_run(path: Path, members: int, observations: int, workdir: Path, *, move:
 def _moves(stack: LocalStack, first: str, second: str, killed_at: float) -> list[Move]:
     gave = stack.log_path(first).read_text(errors="replace")
     took = stack.log_path(second).read_text(errors="replace")
+    checkpointed = {int(m) for m in _CHECKPOINTED.findall(gave)}
     handing = {int(m): _at(s) for s, m in _HANDING.findall(gave)}
     handed = {int(m): _at(s) for s, m in _HANDED.findall(gave)}
     taken = {int(m): _at(s) for s, m in _TOOK.findall(took)}  # (the last time each was taken)
@@ -127,7 +131,7 @@ def _moves(stack: LocalStack, first: str, second: str, killed_at: float) -> list
             out.append(
                 Move(
                     member,
-                    "handed over",
+                    "handed over" if member in checkpointed else "handed over (no checkpoint)",
                     handed[member] - handing[member],
                     taken[member] - handed[member],
                     seconds,
@@ -162,12 +166,12 @@ def main() -> None:
     print(f"  members left where they started: {still:.1f} s", flush=True)
     moving, moves = one_run(path, args.members, observations, workdir, move=True)
     print(f"  members moved twice: {moving:.1f} s ({moving - still:+.1f} s)")
-    print(f"    {'member':>6} {'how':<12} {'handing s':>9} {'gap s':>6} {'rebuild s':>9} {'from':<9} {'records':>8}")
+    print(f"    {'member':>6} {'how':<27} {'handing s':>9} {'gap s':>6} {'rebuild s':>9} {'from':<9} {'records':>8}")
     for m in moves:
         handing = f"{m.handing_s:.2f}" if m.handing_s is not None else "-"
         source = "snapshot" if m.from_snapshot else "history"
         print(
-            f"    {m.member:>6} {m.how:<12} {handing:>9} {m.gap_s:>6.2f} {m.rebuild_s:>9.2f} {source:<9} "
+            f"    {m.member:>6} {m.how:<27} {handing:>9} {m.gap_s:>6.2f} {m.rebuild_s:>9.2f} {source:<9} "
             f"{m.records_read:>8,}"
         )
 

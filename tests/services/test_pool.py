@@ -212,3 +212,33 @@ def test_the_cli_reads_the_pool_from_the_environment_and_refuses_a_bad_one(
     assert "--pool needs a PostgreSQL store and leases" in " ".join(capsys.readouterr().err.split())
     assert main([*argv, "--no-lease", "--pool", "1"]) == EXIT_BAD_INPUT  # (the flag before the variable)
     assert "2 or more" in " ".join(capsys.readouterr().err.split())
+
+
+async def test_free_members_are_taken_at_once_and_handed_over_only_once_the_count_settles(pg_database: str) -> None:
+    """A member without a host holds the clock up, so it is taken at the next look; a
+    member moves to a process that joined only after the number of live processes has
+    stayed the same for ``settle`` seconds (processes rejoining after a database restart
+    do not send members back and forth)."""
+    hosts = _Hosts()
+
+    def pool(process: str) -> Pool:
+        return Pool(
+            "eviction-manager",
+            2,
+            Presence(pg_database, "ns.eviction-manager/2"),
+            lambda m: Lease(pg_database, f"ns.eviction-manager.{m.suffix}", every=0.1),
+            hosts.serve(process),
+            every=0.05,
+            settle=1.5,
+        )
+
+    async with _pools() as made:
+        a, stop_a = pool("a"), asyncio.Event()
+        made.append((a, stop_a, asyncio.create_task(a.run(stop_a))))
+        await _until(lambda: hosts.of("a") == [0, 1], timeout=1.0)  # at once, well before it settles
+        b, stop_b = pool("b"), asyncio.Event()
+        made.append((b, stop_b, asyncio.create_task(b.run(stop_b))))
+        await asyncio.sleep(0.8)
+        assert hosts.of("a") == [0, 1] and hosts.of("b") == []  # the count has not settled yet
+        await _until(lambda: len(hosts.of("a")) == 1 and len(hosts.of("b")) == 1, timeout=5.0)
+    assert not hosts.wrong

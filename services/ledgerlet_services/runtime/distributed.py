@@ -172,7 +172,9 @@ async def serve(
                     finally:
                         handing.cancel()
 
-                presence = Presence(store_dsn, bus.physical(name))
+                # (processes started with another N are another pool: they would count
+                # each other, and share out members that are not theirs)
+                presence = Presence(store_dsn, f"{bus.physical(name)}/{pool}")
                 await Pool(
                     name, pool, presence, lambda m: Lease(store_dsn, bus.physical(group_of(name, m))), serve_member
                 ).run(stop, heartbeat)

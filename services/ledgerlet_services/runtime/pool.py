@@ -152,8 +152,10 @@ class Pool:
         settle: float | None = None,
     ) -> None:
         """``settle``: how long the number of live processes must stay the same before
-        members move (default two looks): processes that rejoin together after a database
-        restart, or a replica restarted, do not send members back and forth."""
+        this process hands a member over (default five looks), so that processes that
+        rejoin together after a database restart do not send members back and forth.
+        Free members are taken at once (up to the share at the count seen now): a
+        member without a host holds the clock up."""
         if count < 2:
             raise ValueError(f"a pool shares 2 or more members, got {count}")
         self.name = name
@@ -162,10 +164,11 @@ class Pool:
         self.lease_for = lease_for
         self.serve_member = serve_member
         self.every = every
-        self.settle = settle if settle is not None else 2 * every
+        self.settle = settle if settle is not None else 5 * every
         #: the number of live processes last seen, and since when (the event loop's clock)
         self._live: tuple[int, float] | None = None
-        #: the members hosted now, in the order they were taken
+        #: the members hosted now, in the order they were taken (those being handed over
+        #: too, until their runner has stopped)
         self.hosted: list[_Hosted] = []
         #: (taken, handed over) so far: what a test or an operator can read off
         self.moves: list[tuple[str, int]] = []
@@ -181,7 +184,7 @@ class Pool:
             while not stop.is_set():
                 if heartbeat is not None:
                     heartbeat()
-                await self._reap()
+                await self._reap()  # (a member's failure fails the process from here)
                 try:
                     await self._turn()
                 except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
@@ -193,38 +196,54 @@ class Pool:
                         await stop.wait()
         finally:
             try:  # all at once: each may take a while to reach a point it can checkpoint
-                ended = await asyncio.gather(*(self._hand_over(h) for h in list(self.hosted)), return_exceptions=True)
-                for failure in (e for e in ended if isinstance(e, BaseException)):
-                    log.error("%s: a member failed as it was handed over: %r", self.name, failure)
+                for hosted in self.hosted:
+                    self._ask_hand_over(hosted)
+                await asyncio.gather(*(h.task for h in self.hosted), return_exceptions=True)
+                await self._reap(raising=False)
             finally:
                 await self.presence.leave()
 
     async def _turn(self) -> None:
-        """One look at the pool: once the number of live processes has settled, hand
-        one member over if this process hosts more than its share, or take free ones if
-        it hosts fewer."""
+        """One look at the pool: take free members if this process hosts fewer than its
+        share; once the number of live processes has settled, start handing one member
+        over if it hosts more (the hand-over goes on while the pool looks again)."""
         if not self.presence.joined:
-            await self.presence.join()
+            async with asyncio.timeout(PING_PATIENCE + 10):
+                await self.presence.join()
             log.info("%s: joined the pool as %s", self.name, self.presence.number)
         live, now = await self.presence.live(), asyncio.get_running_loop().time()
         if self._live is None or self._live[0] != live:
             self._live = (live, now)
-        if now - self._live[1] < self.settle:
-            return
         share = fair_share(self.count, live)
-        if len(self.hosted) > share:
-            await self._hand_over(self.hosted[-1])  # (one a look: the share is looked at again)
-        elif len(self.hosted) < share:
+        keeping = [h for h in self.hosted if not h.hand_over.is_set()]
+        if len(self.hosted) < share:
             await self._take(share - len(self.hosted))
+        elif len(keeping) > share and len(keeping) == len(self.hosted) and now - self._live[1] >= self.settle:
+            self._ask_hand_over(keeping[-1])  # (one at a time: the share is looked at again)
 
-    async def _reap(self) -> None:
-        """Forget members whose runner ended by itself (the lease lost: another may take
-        them); a runner that failed fails the process, as a single member's does."""
+    def _ask_hand_over(self, hosted: _Hosted) -> None:
+        if not hosted.hand_over.is_set():
+            log.info("%s: handing member %d of %d over", self.name, hosted.member.index + 1, self.count)
+            hosted.hand_over.set()
+
+    async def _reap(self, *, raising: bool = True) -> None:
+        """Let go the members whose runner has stopped: handed over, or ended by itself
+        (its lease lost: another may take it); a runner that failed fails the process, as
+        a single member's does (``raising``; else it is logged)."""
         for hosted in [h for h in self.hosted if h.task.done()]:
             self.hosted.remove(hosted)
             await hosted.lease.release()
-            log.info("%s: member %d of %d ended here", self.name, hosted.member.index + 1, self.count)
-            hosted.task.result()
+            number = f"member {hosted.member.index + 1} of {self.count}"
+            failure = None if hosted.task.cancelled() else hosted.task.exception()
+            if failure is not None:
+                if raising:
+                    raise failure
+                log.error("%s: %s failed as it was handed over: %r", self.name, number, failure)
+            elif hosted.hand_over.is_set():
+                self.moves.append(("handed over", hosted.member.index))
+                log.info("%s: handed %s over", self.name, number)
+            else:
+                log.info("%s: %s ended here", self.name, number)
 
     async def _take(self, wanted: int) -> None:
         """Take up to ``wanted`` free members, trying them from a place of this process's
@@ -248,14 +267,3 @@ class Pool:
             self.moves.append(("taken", index))
             log.info("%s: took member %d of %d", self.name, index + 1, self.count)
             wanted -= 1
-
-    async def _hand_over(self, hosted: _Hosted) -> None:
-        log.info("%s: handing member %d of %d over", self.name, hosted.member.index + 1, self.count)
-        hosted.hand_over.set()
-        try:
-            await hosted.task
-        finally:
-            self.hosted.remove(hosted)
-            await hosted.lease.release()
-        self.moves.append(("handed over", hosted.member.index))
-        log.info("%s: handed member %d of %d over", self.name, hosted.member.index + 1, self.count)

@@ -162,6 +162,8 @@ class Snapshots:
         #: the last checkpoint due could not start: another service of the machine had the
         #: slot (the shell tries again when it is next idle)
         self.waiting_for_host = False
+        #: the offsets of the newest checkpoint this service stored
+        self.stored_offsets: dict[TopicPartition, int] | None = None
         self.max_share = max_share
         self.key = key
         self.every_records = every_records
@@ -312,6 +314,8 @@ class Snapshots:
             async with asyncio.timeout(timeout):
                 while True:
                     await self.wait()
+                    if self.stored_offsets == offsets:
+                        return True  # (the one under way was of this very state)
                     taken = self.stats.taken
                     if self.begin(state, offsets):
                         await self.wait()
@@ -369,6 +373,7 @@ class Snapshots:
             log.warning("%s: snapshot not saved (%s); the next interval tries again", self.key, exc)
             return
         self.stats.taken += 1
+        self.stored_offsets = dict(offsets)
         self.stats.last_bytes = len(blob)
         wall = time.perf_counter() - began
         self.stats.last_seconds = capture.cpu_seconds if capture.cpu_seconds is not None else wall
