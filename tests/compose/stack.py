@@ -196,11 +196,14 @@ class ComposeStack:
 
     engine: Engine
     out: Path  # the example's /out
+    #: further compose files after the test's override (deploy/compose.pool.yaml)
+    files: tuple[Path, ...] = ()
 
     def argv(self, *args: str) -> list[str]:
         return [
             str(compose_binary()),
             *("--file", str(COMPOSE_FILE), "--file", str(OVERRIDE)),
+            *(arg for f in self.files for arg in ("--file", str(f))),
             *("--project-name", PROJECT, "--project-directory", str(ROOT)),
             *args,
         ]

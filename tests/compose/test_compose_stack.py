@@ -8,6 +8,7 @@ conftest.py). The tests run in this order on one stack: the example's run first.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 import subprocess
@@ -19,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from ledgerlet_core.contracts.order import ORDER_BY_NODE
 from tests.compose.stack import ComposeStack, compose_services, python_base_tags
 from tests.conftest import EXAMPLES, ROOT
 from tests.services.run_helpers import normalized, run_file
@@ -314,3 +316,48 @@ def test_the_collector_serves_the_services_metrics_to_prometheus(compose_stack: 
             break
         time.sleep(2)
     assert wanted <= found, f"missing: {wanted - found}"
+
+
+def _hosted(logs: str) -> dict[str, set[int]]:
+    """Which members each container of a pooled service hosts now, from its log."""
+    hosted: dict[str, set[int]] = {}
+    for container, what, member in re.findall(r"^(\S+)\s+\|.*: (took|handed) member (\d) of 6", logs, re.M):
+        mine = hosted.setdefault(container, set())
+        (mine.add if what == "took" else mine.discard)(int(member))
+    return hosted
+
+
+def test_the_pool_override_shares_each_per_node_services_members_between_its_replicas(
+    compose_stack: ComposeStack, tmp_path: Path
+) -> None:
+    """`docker compose -f compose.yaml -f deploy/compose.pool.yaml up`, as the README
+    says: two containers of the stats collector and of the eviction manager share each
+    service's six members (three each, by their leases), and a run driven with the
+    override's --members decides what the embedded run, ordered by node, decides. The
+    stack is put back as compose.yaml has it afterwards."""
+    pooled = dataclasses.replace(compose_stack, files=(ROOT / "deploy" / "compose.pool.yaml",))
+    up = ("up", "--detach", "--no-deps", "--wait", "--wait-timeout", "240")
+    per_node = ("stats-collector", "eviction-manager")
+    pooled.compose(*up, *per_node, log="pool")
+    try:
+        for service in per_node:  # (alone at first, one container takes all it can; then they even out)
+            deadline = time.monotonic() + 120
+            while sorted(map(len, (hosted := _hosted(pooled.logs(service))).values())) != [3, 3]:
+                assert time.monotonic() < deadline, (hosted, pooled.logs(service)[-3000:])
+                time.sleep(1)
+            assert sorted(i for m in hosted.values() for i in m) == [1, 2, 3, 4, 5, 6], hosted
+        run = f"{FAULT_RUN_PREFIX}pool-{uuid.uuid4().hex[:8]}"
+        pooled.compose(
+            *("run", "--rm", "--no-deps", "example", "drive", f"examples/{EXAMPLE.name}"),
+            *("--decisions", "/out/pool.jsonl", "--run-id", run, "--quiet"),
+            log="pool-drive",
+        )
+        got = _records(compose_stack.out / "pool.jsonl")
+    finally:
+        compose_stack.compose(
+            *up, "--scale", "stats-collector=1", "--scale", "eviction-manager=1", *per_node, log="pool"
+        )
+    embedded, _ = asyncio.run(run_file(EXAMPLE, f"sqlite:///{tmp_path / 'embedded.db'}", order_scheme=ORDER_BY_NODE))
+    assert len(got) == len(embedded) > 0
+    assert normalized(got) == normalized(embedded)
+    assert len([c for c in compose_stack.ps() if c["Service"] == "eviction-manager"]) == 1

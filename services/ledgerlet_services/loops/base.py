@@ -64,6 +64,14 @@ def on(
     return mark
 
 
+class RunRefused(ValueError):
+    """Raised by a handler for a run this loop cannot serve as it is set up (a member of a
+    split eviction manager given a run ordered by step): the shell skips the whole run and
+    says why, rather than fail. The run may be one of the topics' past (members added to
+    a stack that served runs before read every run there), and one being driven waits for
+    the groups its driver names, which then say it is not being served."""
+
+
 def for_node(env: Envelope) -> bool:
     """``when=``: events about a node (``usage.node/NAME``, not a pod's or a workload's)."""
     return env.node is not None

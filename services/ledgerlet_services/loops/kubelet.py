@@ -25,7 +25,7 @@ from ledgerlet_core.contracts.topics import CLOCK, DECISIONS, INPUTS, OBSERVATIO
 from ledgerlet_core.kubelet.kubelet import Kubelet, StopDeleted, StopPreempted
 from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_core.loop.membership import Membership
-from ledgerlet_services.loops.base import Loop, for_node, on
+from ledgerlet_services.loops.base import Loop, RunRefused, for_node, on
 
 
 class EvictionManager(Loop):
@@ -57,7 +57,7 @@ class EvictionManager(Loop):
     def _started(self, env: Envelope, data: inp.ScenarioStarted, out: Emitter) -> None:
         member = self.kubelet.member
         if member is not None and data.order_scheme != ORDER_BY_NODE:
-            raise ValueError(
+            raise RunRefused(
                 f"eviction-manager member {member.index + 1}/{member.count}: run {env.run} is not ordered by "
                 "node (ScenarioStarted.orderScheme), so its events cannot be shared out: drive it with "
                 f"--members eviction-manager={member.count}"

@@ -38,7 +38,7 @@ from ledgerlet_core.contracts.envelope import Envelope, decode_envelope, encode_
 from ledgerlet_core.contracts.topics import OBSERVATIONS
 from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_core.loop.membership import Membership, group_of
-from ledgerlet_services.loops.base import Loop
+from ledgerlet_services.loops.base import Loop, RunRefused
 from ledgerlet_services.runtime.dedupe import RecentIds
 from ledgerlet_services.runtime.outgoing import Outgoing, routed
 from ledgerlet_services.runtime.snapshots import RunnerState, Snapshots
@@ -62,6 +62,8 @@ class RunnerStats:
     #: other members' nodes' observations, dropped undecoded (a split node-scoped service)
     foreign: int = 0
     by_type: dict[str, int] = field(default_factory=dict)
+    #: runs the loop refused to serve (loops/base.py RunRefused), skipped whole
+    refused: list[str] = field(default_factory=list)
 
 
 def _foreign_to(member: Membership) -> Callable[[bytes], bool]:
@@ -365,6 +367,8 @@ class ServiceRunner:
             if len(env.order) > 2:  # (root_of, inlined: this runs for every event)
                 done = last_root.get(env.run)
                 if done is None or (env.t, (env.order[0], env.order[1])) > done:
+                    if done is None and env.run in self._ended:
+                        continue  # (its run was refused, or ended, meanwhile: no step will come)
                     self._held.append(item)
                     continue
             if env.type == BATCH:
@@ -426,7 +430,14 @@ class ServiceRunner:
         span = self.telemetry.handling(self.name, env, headers) if tracing else _NO_SPAN
         done = 0
         with span as out_headers:
-            steps = svc.handle(env, emitter)
+            try:
+                steps = svc.handle(env, emitter)
+            except RunRefused as exc:
+                log.error("%s: %s; the run's events are skipped", self.group, exc)
+                self.stats.refused.append(env.run)
+                self._ended_run(env.run)
+                self._last_root.pop(env.run, None)
+                return
             for _ in steps if steps is not None else ():
                 if outgoing is not None and len(emitter.out) > done:
                     chunk = [routed(e) for e in emitter.out[done:]]
