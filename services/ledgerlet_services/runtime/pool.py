@@ -11,13 +11,17 @@ Kafka, and its snapshot is what the next host loads.
 * **Who is live.** Each process holds an advisory lock on ``(pool, a number of its own)``
   on a session of its own, so PostgreSQL counts the live processes (``pg_locks``) and
   forgets a killed one the moment its session ends.
-* **Taking.** A process below its share takes free members by their leases (the same
-  lease a static member's standby waits on): one taken is served as a fresh runner,
-  which loads the member's newest snapshot and folds what its group committed after it.
-* **Handing over.** A process above its share (another joined) stops the member it took
-  last: the runner finishes its batch, commits, checkpoints its state and lets the lease
-  go, so the next host folds only what came after. A process that dies (SIGKILL) frees
-  its leases with its sessions; the others, whose share has grown, take them.
+* **Taking.** A process below its share takes free members at its next look, by their
+  leases (the same lease a static member's standby waits on): one taken is served as a
+  fresh runner, which loads the member's newest snapshot and folds what its group
+  committed after it.
+* **Handing over.** A process above its share (another joined) hands over the member it
+  took last, one at a time and once the live count has settled (``settle``): the runner
+  finishes its batch, goes on to a point where its state reflects exactly what it
+  committed, checkpoints there and stops, and the lease goes, so the next host folds
+  only what came after (runtime/shell.py ``ServiceRunner.hand_over``). A process that
+  dies (SIGKILL) frees its leases with its sessions; the others, whose share has grown,
+  take them.
 
 Nothing is decided twice or lost by a move, for the reasons a standby's take-over is safe
 (runtime/lease.py): a member's decisions do not depend on which process makes them, and
