@@ -715,3 +715,34 @@ async def test_a_member_handed_over_checkpoints_what_it_committed_and_its_next_h
     decided = sorted(emitted(taker, tail))
     assert decided == sorted(emitted(never_stopped, rest))
     assert any(b'"type":"PodEvicted"' in e for e in decided)
+
+
+async def test_a_rebuild_gives_the_event_loop_turns_as_it_folds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Folding a fleet's history takes minutes; meanwhile the lease's pings, a pool's
+    looks and the other members of the process must go on (shell.REBUILD_SLICE)."""
+    from ledgerlet_services.runtime import shell
+
+    rec = await recorded("memory-pressure.yaml", tmp_path)
+    kind = next(k for k in CONTROL_LOOPS if k.name == "eviction-manager")
+    first, _, _ = split_at_instant(rec.by_loop[kind.name])
+    bus = MemoryBus(retain=True)
+    await _serve(bus, ServiceRunner(bus, kind), first)  # (commits it all: the history to fold)
+    monkeypatch.setattr(shell, "REBUILD_SLICE", 5)
+    turns = 0
+
+    async def others() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await asyncio.sleep(0)
+
+    going = asyncio.create_task(others())
+    await asyncio.sleep(0)
+    try:
+        folded = await ServiceRunner(bus, kind).rebuild()
+    finally:
+        going.cancel()
+    assert folded > 50
+    assert turns >= folded // 5  # (at least a turn every five events)

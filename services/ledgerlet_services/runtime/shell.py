@@ -85,6 +85,12 @@ def not_splittable(name: str) -> str:
     return f"{name} cannot be split between members (only the stats collector and the eviction manager can, so far)"
 
 
+#: records decoded, or events folded, between two turns a rebuild gives the event loop:
+#: folding a fleet's history takes minutes, and meanwhile the lease's pings, a pool's
+#: looks and the other members a process hosts must go on (a ping left waiting over 5 s
+#: counts as a lost lease)
+REBUILD_SLICE = 2000
+
 #: seconds a member handed over waits for its checkpoint (its turn on the machine and
 #: the save): a fleet's state takes seconds to pickle (bench_snapshot.py)
 HAND_OVER_SAVE_PATIENCE = 120.0
@@ -264,7 +270,9 @@ class ServiceRunner:
         if self.snapshots is not None:
             self.snapshots.folded += len(history)
         envelopes: dict[str, Envelope] = {}
-        for rec in history:
+        for i, rec in enumerate(history):
+            if i % REBUILD_SLICE == REBUILD_SLICE - 1:
+                await asyncio.sleep(0)  # (see REBUILD_SLICE)
             record = decode_envelope(rec.value)
             if record.type == BATCH and self._seen.seen(record.run, record.id):
                 continue  # (a copy of a batch folded before: its members were too)
@@ -277,8 +285,10 @@ class ServiceRunner:
             if self._seen.seen(env.run, env.id):
                 continue  # a copy of what the snapshot holds
             folded += 1
+            if folded % REBUILD_SLICE == 0:
+                await asyncio.sleep(0)
             for _ in self._handle(env, None):  # the output was published the first time
-                pass
+                await asyncio.sleep(0)  # (a long pass, a slice at a time)
         for run in sorted(ended):
             self._ended_run(run)
             self._last_root.pop(run, None)
