@@ -31,8 +31,8 @@ from ledgerlet_services.loops.base import Loop, RunRefused, for_node, on
 class EvictionManager(Loop):
     """Split between members (issue 19), each is the kubelet of its own nodes only: a run
     split so must be ordered by node (``ScenarioStarted.orderScheme``, contracts/order.py),
-    which ``ledgerlet drive --members eviction-manager=N`` asks for; a member refuses any
-    other run at its start."""
+    which ``ledgerlet drive --members eviction-manager=N`` asks for; a member skips any
+    other run whole, saying why (:class:`RunRefused`)."""
 
     name = "eviction-manager"
     topics = (INPUTS, CLOCK, OBSERVATIONS, DECISIONS)

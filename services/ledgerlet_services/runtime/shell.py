@@ -91,10 +91,6 @@ def not_splittable(name: str) -> str:
 #: counts as a lost lease)
 REBUILD_SLICE = 2000
 
-#: seconds a member handed over waits for its checkpoint (its turn on the machine and
-#: the save): a fleet's state takes seconds to pickle (bench_snapshot.py)
-HAND_OVER_SAVE_PATIENCE = 120.0
-
 
 class ServiceRunner:
     def __init__(
@@ -192,7 +188,7 @@ class ServiceRunner:
                     self.heartbeat()
                 if self._handing_over and not self._held:
                     if clean is not None and self.snapshots is not None:
-                        saved = await self.snapshots.save_in_turn(self.state(), clean, HAND_OVER_SAVE_PATIENCE)
+                        saved = await self.checkpoint(clean)
                         log.info(
                             "%s: handed over %s", self.group, "with a checkpoint" if saved else "(not checkpointed)"
                         )
@@ -318,14 +314,14 @@ class ServiceRunner:
         """What folding the committed records gave (a snapshot's content)."""
         return RunnerState(self.instances, self._ended, self._seen, self._last_root)
 
-    async def checkpoint(self, offsets: dict[TopicPartition, int]) -> None:
-        """Save the state as of ``offsets`` (just committed) and wait until it is stored;
-        nothing is saved while an event is held back: the state then reflects records
-        beyond what was committed, and the held event's own offset is what a restart
-        reads from."""
+    async def checkpoint(self, offsets: dict[TopicPartition, int]) -> bool:
+        """Save the state as of ``offsets`` (just committed) and wait until it is stored
+        (whether it was); nothing is saved while an event is held back: the state then
+        reflects records beyond what was committed, and the held event's own offset is
+        what a restart reads from."""
         if self.snapshots is None or self._held:
-            return
-        await self.snapshots.save(self.state(), offsets)
+            return False
+        return await self.snapshots.save(self.state(), offsets)
 
     def checkpoint_aside(self, offsets: dict[TopicPartition, int]) -> None:
         """Start saving the state as of ``offsets`` and go on handling meanwhile (the

@@ -120,6 +120,11 @@ def restore(blob: bytes) -> RunnerState:
     return state
 
 
+#: seconds :meth:`Snapshots.save` waits for its turn on the machine and the save: a
+#: fleet's state takes seconds to pickle (bench_snapshot.py)
+SAVE_PATIENCE: Final = 120.0
+
+
 @dataclass
 class SnapshotStats:
     taken: int = 0
@@ -299,17 +304,13 @@ class Snapshots:
         self._pending = asyncio.create_task(self._store(capture, dict(offsets), self.folded, began, size))
         return True
 
-    async def save(self, state: RunnerState, offsets: dict[TopicPartition, int]) -> None:
-        """Checkpoint ``state`` as of ``offsets`` and wait until it is stored."""
-        await self.wait()
-        self.begin(state, offsets)
-        await self.wait()
-
-    async def save_in_turn(self, state: RunnerState, offsets: dict[TopicPartition, int], timeout: float) -> bool:
+    async def save(
+        self, state: RunnerState, offsets: dict[TopicPartition, int], timeout: float = SAVE_PATIENCE
+    ) -> bool:
         """Checkpoint ``state`` as of ``offsets`` and wait until it is stored, waiting
-        first for one under way and for the machine's turn (a member handed over: the
-        loop does not handle anything meanwhile, so ``state`` stays as it is); whether it
-        was stored within ``timeout`` seconds."""
+        first for one under way and for the machine's turn (the caller handles nothing
+        meanwhile, so ``state`` stays as it is: a member handed over); whether it was
+        stored within ``timeout`` seconds."""
         try:
             async with asyncio.timeout(timeout):
                 while True:
