@@ -5,6 +5,11 @@ pods written as explicit Pod objects with their own ``usage``; housekeeping ever
 one node in five crosses a hard threshold once during the run, alternately
 ``memory.available<100Mi`` (one pod's memory grows) and ``nodefs.available<10%`` (one
 pod's logs grow). Run as a script it writes the scenario as JSON and as flow-style YAML.
+
+Two usage shapes (``shape``): ``steady``, healthy pods use the same every pass; and
+``changing``, as real nodes are never quiet: every pod's logs grow and its memory
+wobbles (a few linear pieces with their own phase), so every pod's stats differ on every
+pass and no quiet-node shortcut applies.
 """
 
 from __future__ import annotations
@@ -16,9 +21,15 @@ from typing import Any
 import msgspec
 import yaml
 
+SHAPES = ("steady", "changing")
 
-def fleet(nodes: int = 5000, pods: int = 110, *, duration: str = "10m", pressured_every: int = 5) -> dict[str, Any]:
+
+def fleet(
+    nodes: int = 5000, pods: int = 110, *, duration: str = "10m", pressured_every: int = 5, shape: str = "steady"
+) -> dict[str, Any]:
     """The scenario as a document; ``pressured_every``-th nodes cross a threshold once."""
+    if shape not in SHAPES:
+        raise ValueError(f"shape {shape!r} is not one of {SHAPES}")
     objects: list[dict[str, Any]] = [
         {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": f"tier-{t}"}, "value": t}
         for t in (1, 2)
@@ -62,6 +73,9 @@ def fleet(nodes: int = 5000, pods: int = 110, *, duration: str = "10m", pressure
                 }
             )
             entry: dict[str, Any] = {"memory": f"{40 + i % 10}Mi", "logs": "20Mi", "rootfs": "10Mi", "pids": 8}
+            if shape == "changing":
+                entry["memory"] = _wobble(40 + i % 10, i, seconds)
+                entry["logs"] = [[0, "20Mi"], [seconds, f"{20 + 10 + i % 7}Mi"]]
             if pressured and i == grower:
                 # the crossing comes half-way through the run, then stays
                 if (n // pressured_every) % 2 == 0:
@@ -87,17 +101,26 @@ def fleet(nodes: int = 5000, pods: int = 110, *, duration: str = "10m", pressure
     }
 
 
+def _wobble(base_mi: int, phase: int, seconds: int) -> list[list[Any]]:
+    """Memory that goes up and down by a few MiB in four linear pieces, each pod's in its
+    own phase: a different value every pass."""
+    quarter = max(seconds // 4, 1)
+    highs = [(phase + k) % 4 for k in range(5)]
+    return [[k * quarter, f"{base_mi * 1024 + 1536 * h + 7 * phase}Ki"] for k, h in enumerate(highs)]
+
+
 def _seconds(duration: str) -> int:
     units = {"s": 1, "m": 60, "h": 3600}
     return int(duration[:-1]) * units[duration[-1]]
 
 
-def write(out: Path, nodes: int, pods: int, duration: str, *, fmt: str) -> Path:
+def write(out: Path, nodes: int, pods: int, duration: str, *, fmt: str, shape: str = "steady") -> Path:
     """Write the fleet as ``json`` (msgspec), flow-style ``yaml`` or block-style
     ``block.yaml`` (as kubectl writes YAML); returns the path."""
     out.mkdir(parents=True, exist_ok=True)
-    doc = fleet(nodes, pods, duration=duration)
-    path = out / f"fleet-{nodes}x{pods}-{duration}.{fmt}"
+    doc = fleet(nodes, pods, duration=duration, shape=shape)
+    suffix = "" if shape == "steady" else f"-{shape}"
+    path = out / f"fleet-{nodes}x{pods}-{duration}{suffix}.{fmt}"
     if fmt == "json":
         path.write_bytes(msgspec.json.encode(doc))
     else:
@@ -113,9 +136,10 @@ def main() -> None:
     ap.add_argument("--pods", type=int, default=110)
     ap.add_argument("--duration", default="10m")
     ap.add_argument("--format", choices=("json", "yaml", "block.yaml"), default="json")
+    ap.add_argument("--shape", choices=SHAPES, default="steady")
     ap.add_argument("--out", type=Path, default=Path("out"))
     args = ap.parse_args()
-    print(write(args.out, args.nodes, args.pods, args.duration, fmt=args.format))
+    print(write(args.out, args.nodes, args.pods, args.duration, fmt=args.format, shape=args.shape))
 
 
 if __name__ == "__main__":
