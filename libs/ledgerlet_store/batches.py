@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ledgerlet_core.contracts import order
 from ledgerlet_core.contracts.batch import BATCH, BATCHABLE, expand, members_of
 from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.contracts.observed import OBSERVED, OBSERVED_BATCH, observation_members, observed_index
 
 if TYPE_CHECKING:
     from ledgerlet_store.store import StoredEvent
@@ -27,17 +28,33 @@ MemberFilter = Callable[[Envelope], bool]
 def with_batches(types: Iterable[str]) -> list[str]:
     """The stored types to read for ``types``: batches too where a member may be one."""
     wanted = list(types)
-    return [*wanted, BATCH] if BATCHABLE.intersection(wanted) else wanted
+    if BATCHABLE.intersection(wanted):
+        wanted.append(BATCH)
+    if OBSERVED in wanted:
+        wanted.append(OBSERVED_BATCH)
+    return wanted
+
+
+def in_batches(types: Iterable[str]) -> bool:
+    """Whether some of ``types`` may be stored as a batch's members."""
+    wanted = set(types)
+    return bool(BATCHABLE & wanted) or OBSERVED in wanted
 
 
 def expanded(rows: Iterable[StoredEvent], keep: MemberFilter | None = None) -> list[StoredEvent]:
-    """``rows`` with each batch replaced by its members (those ``keep`` accepts)."""
+    """``rows`` with each batch replaced by its members (those ``keep`` accepts): a
+    node's starting pods' inputs, a tick's observations."""
     out: list[StoredEvent] = []
     for row in rows:
-        if row.envelope.type != BATCH:
+        kind = row.envelope.type
+        if kind == BATCH:
+            members = expand(row.envelope)
+        elif kind == OBSERVED_BATCH:
+            members = observation_members(row.envelope)
+        else:
             out.append(row)
             continue
-        out.extend(replace(row, envelope=m) for m in expand(row.envelope) if keep is None or keep(m))
+        out.extend(replace(row, envelope=m) for m in members if keep is None or keep(m))
     return out
 
 
@@ -63,6 +80,15 @@ def member_rows(batches: Sequence[tuple[Envelope, int]]) -> list[dict[str, Any]]
         for m in members_of(env)
         if m.pod is not None
     ]
+
+
+def observation_rows(batches: Sequence[tuple[Envelope, int]]) -> list[tuple[str, str, int, str, int]]:
+    """``observation_members`` rows for stored observation batches and their positions."""
+    rows: list[tuple[str, str, int, str, int]] = []
+    for env, position in batches:
+        data = observed_index(env.data)
+        rows.extend((i, env.run, env.t, n, position) for i, n in zip(data.ids, data.nodes, strict=True))
+    return rows
 
 
 def order_key(order_path: Sequence[int]) -> str:

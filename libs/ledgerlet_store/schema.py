@@ -66,6 +66,22 @@ batch_members = sa.Table(
 sa.Index("ix_batch_members_run_pod", batch_members.c.run, batch_members.c.pod)
 sa.Index("ix_batch_members_run_t", batch_members.c.run, batch_members.c.t, batch_members.c.order_key)
 
+#: The observations inside stored observation batches (``NodesObserved``: one row in
+#: ``events`` for a tick's derived observations of up to a thousand nodes): each one's id,
+#: run, instant and node, and the position of the row that carries it (migration 0005).
+observation_members = sa.Table(
+    "observation_members",
+    metadata,
+    sa.Column("event_id", sa.String(36), primary_key=True),
+    sa.Column("run", sa.String(64), nullable=False),
+    sa.Column("t", sa.BigInteger, nullable=False),
+    sa.Column("node", sa.String(253), nullable=False),
+    sa.Column("position", PositionType, nullable=False),
+)
+sa.Index(
+    "ix_observation_members_run_node_t", observation_members.c.run, observation_members.c.node, observation_members.c.t
+)
+
 #: A service's state checkpoint, one row per consumer group (migration 0004): the state
 #: as it was once the group had committed ``offsets`` (JSON ``[[topic, partition, next
 #: offset], ...]``). A cache, not a record: replaced by the next one, and safe to drop.

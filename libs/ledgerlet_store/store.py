@@ -32,12 +32,20 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from ledgerlet_core.contracts.batch import BATCH, BATCHABLE
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import INTERNAL_TYPES
-from ledgerlet_core.contracts.registry import DECISION, INPUT, INTERNAL
+from ledgerlet_core.contracts.observed import OBSERVED, OBSERVED_BATCH
+from ledgerlet_core.contracts.registry import DECISION, INTERNAL
 from ledgerlet_store import snapshots
-from ledgerlet_store.batches import expanded, in_decision_order, member_rows, with_batches
+from ledgerlet_store.batches import (
+    expanded,
+    in_batches,
+    in_decision_order,
+    member_rows,
+    observation_rows,
+    with_batches,
+)
 from ledgerlet_store.batches import order_key as order_key
 from ledgerlet_store.dsn import async_url, describe
-from ledgerlet_store.schema import batch_members, events
+from ledgerlet_store.schema import batch_members, events, observation_members
 from ledgerlet_store.snapshots import StoredSnapshot
 
 MIGRATIONS = Path(__file__).parent / "migrations"
@@ -266,7 +274,7 @@ class EventStore:
                 row = _copy_row(e)
                 rows.append((*row[:3], v, *row[3:], recorded_at))
             await conn.exec_driver_sql(_SQLITE_INSERT, rows)
-            await self._index_members(conn, [e for e in fresh if e.type == BATCH])
+            await self._index_members(conn, [e for e in fresh if e.type in _INDEXED_BATCHES])
         # committed: remember where the streams are
         known.update(versions)
         while len(known) > _STREAM_VERSIONS_KEPT:
@@ -323,7 +331,7 @@ class EventStore:
             if records:
                 await raw.copy_records_to_table("events", records=records, columns=_COPY_COLUMNS)
                 stored = {r[0] for r in records}
-                await self._index_members(conn, [e for e in envelopes if e.type == BATCH and e.id in stored])
+                await self._index_members(conn, [e for e in envelopes if e.type in _INDEXED_BATCHES and e.id in stored])
         # committed: remember where the streams are
         known.update(versions)
         while len(known) > _STREAM_VERSIONS_KEPT:
@@ -339,21 +347,29 @@ class EventStore:
         return self._time_in_db(at) if self._time_in_db is not None else at
 
     async def _index_members(self, conn: AsyncConnection, batches: Sequence[Envelope]) -> None:
-        """List the members of batches just stored (``batch_members``), in the same transaction."""
+        """List the members of batches just stored (``batch_members``, ``observation_members``),
+        in the same transaction."""
         if not batches:
             return
         positions = await self._existing(conn, [b.id for b in batches])
-        rows = member_rows([(b, positions[b.id]) for b in {b.id: b for b in batches}.values()])
-        if not rows:  # (batches of usage entries only)
-            return
-        if self.dialect == "postgresql":
-            raw: Any = (await conn.get_raw_connection()).driver_connection
-            columns = ("event_id", "run", "type", "t", "order_key", "node", "pod", "position")
-            await raw.copy_records_to_table(
-                "batch_members", records=[tuple(r[c] for c in columns) for r in rows], columns=columns
-            )
-        else:
-            await conn.execute(batch_members.insert(), rows)
+        unique = list({b.id: b for b in batches}.values())
+        inputs = member_rows([(b, positions[b.id]) for b in unique if b.type == BATCH])
+        observed = observation_rows([(b, positions[b.id]) for b in unique if b.type == OBSERVED_BATCH])
+        postgres = self.dialect == "postgresql"
+        raw: Any = (await conn.get_raw_connection()).driver_connection if postgres else None
+        if inputs:  # (not for batches of usage entries only)
+            if postgres:
+                columns = ("event_id", "run", "type", "t", "order_key", "node", "pod", "position")
+                await raw.copy_records_to_table(
+                    "batch_members", records=[tuple(r[c] for c in columns) for r in inputs], columns=columns
+                )
+            else:
+                await conn.execute(batch_members.insert(), inputs)
+        if observed:
+            if postgres:
+                await raw.copy_records_to_table("observation_members", records=observed, columns=_OBSERVED_COLUMNS)
+            else:
+                await conn.exec_driver_sql(_SQLITE_OBSERVED_INSERT, observed)
 
     async def _existing(self, conn: AsyncConnection, ids: Sequence[str]) -> dict[str, int]:
         found: dict[str, int] = {}
@@ -416,7 +432,7 @@ class EventStore:
         q = _window(q, t_from, t_to)
         q = q.order_by(events.c.t, events.c.order_key, events.c.position)
         rows = await self._fetch(q.limit(limit) if limit else q)
-        if not BATCHABLE.intersection(wanted):
+        if not in_batches(wanted):
             return rows
         found = in_decision_order(expanded(rows, lambda e: e.type in wanted))
         return found[:limit] if limit else found
@@ -428,7 +444,7 @@ class EventStore:
             # a literal, so SQLite can see that the partial decisions index applies
             q = q.where(events.c.kind == sa.literal(kind, literal_execute=True))
         rows = await self._fetch(q.order_by(events.c.t, events.c.order_key))
-        return rows if kind not in (None, INPUT) else in_decision_order(expanded(rows))
+        return rows if kind == DECISION else in_decision_order(expanded(rows))
 
     async def iter_run(
         self,
@@ -470,10 +486,16 @@ class EventStore:
             q = sa.select(events).where(events.c.event_id.in_(wanted[i : i + 500]))
             out.extend(await self._fetch(q))
         missing = set(wanted) - {e.envelope.id for e in out}
-        if missing:  # members of stored batches
-            positions = sa.select(batch_members.c.position).where(batch_members.c.event_id.in_(sorted(missing)))
-            batches = await self._fetch(sa.select(events).where(events.c.position.in_(positions.distinct())))
-            out.extend(expanded(batches, lambda e: e.id in missing))
+        for table in (batch_members, observation_members):  # members of stored batches
+            if not missing:
+                break
+            chunk = sorted(missing)
+            for i in range(0, len(chunk), 500):
+                positions = sa.select(table.c.position).where(table.c.event_id.in_(chunk[i : i + 500]))
+                batches = await self._fetch(sa.select(events).where(events.c.position.in_(positions.distinct())))
+                found = expanded(batches, _id_in(missing))
+                out.extend(found)
+                missing -= {e.envelope.id for e in found}
         return sorted(out, key=lambda e: e.position)
 
     async def list_decisions(
@@ -737,12 +759,28 @@ class EventStore:
     async def read_stream_window(
         self, run: str, stream: str, *, types: Sequence[str] = (), t_from: int | None = None, t_to: int | None = None
     ) -> list[StoredEvent]:
-        """One stream's events of some types in a time window (a node's observations)."""
+        """One stream's events of some types in a time window (a node's observations, those
+        stored in batches too)."""
         q = sa.select(events).where(events.c.stream == stream_id(run, stream))
         if types:
             q = q.where(events.c.type.in_(list(types)))
         q = _window(q, t_from, t_to)
-        return await self._fetch(q.order_by(events.c.t, events.c.order_key))
+        rows = await self._fetch(q.order_by(events.c.t, events.c.order_key))
+        node = stream.removeprefix("node/") if stream.startswith("node/") else None
+        if node is None or (types and OBSERVED not in types):
+            return rows
+        positions = sa.select(observation_members.c.position).where(
+            observation_members.c.run == run, observation_members.c.node == node
+        )
+        if t_from is not None:
+            positions = positions.where(observation_members.c.t >= t_from)
+        if t_to is not None:
+            positions = positions.where(observation_members.c.t <= t_to)
+        batches = await self._fetch(sa.select(events).where(events.c.position.in_(positions.distinct())))
+        if not batches:
+            return rows
+        members = expanded(batches, lambda e: e.node == node)
+        return sorted([*rows, *members], key=lambda e: (e.envelope.t, order_key(e.envelope.order)))
 
     async def runs(self) -> list[tuple[str, datetime]]:
         """Runs in the store, newest first (by when their ScenarioStarted was recorded)."""
@@ -796,19 +834,29 @@ class EventStore:
         await snapshots.drop(self.engine, key)
 
     async def types_by_node(
-        self, run: str, *, kinds: Sequence[str] = (DECISION, INTERNAL)
+        self, run: str, *, kinds: Sequence[str] = (DECISION, INTERNAL), batched: bool = True
     ) -> dict[str, dict[str, int]]:
         """How many events of each type ``run`` stored about each node, of ``kinds`` (one
-        scan of the run: what a quick verified replay leaves out is worked out from it)."""
+        scan of the run: what a quick verified replay leaves out is worked out from it);
+        ``batched``: the observations stored in batches too."""
         q = (
             sa.select(events.c.node, events.c.type, sa.func.count())
             .where(events.c.run == run, events.c.kind.in_(list(kinds)), events.c.node.is_not(None))
             .group_by(events.c.node, events.c.type)
         )
         out: dict[str, dict[str, int]] = {}
+        observed = (
+            sa.select(observation_members.c.node, sa.func.count())
+            .where(observation_members.c.run == run)
+            .group_by(observation_members.c.node)
+        )
         async with self.engine.connect() as conn:
             for node, type_, n in await conn.execute(q):
                 out.setdefault(node, {})[type_] = n
+            if batched and INTERNAL in kinds:  # (observations stored in batches, by their own index)
+                for node, n in await conn.execute(observed):
+                    types = out.setdefault(node, {})
+                    types[OBSERVED] = types.get(OBSERVED, 0) + n
         return out
 
     async def count(self, run: str | None = None) -> int:
@@ -848,6 +896,19 @@ class _Transaction:
             await self._ctx.__aexit__(*exc)
         finally:
             self._store._lock.release()
+
+
+#: batches whose members the store lists in an index of their own
+_INDEXED_BATCHES: Final = frozenset({BATCH, OBSERVED_BATCH})
+_OBSERVED_COLUMNS: Final = ("event_id", "run", "t", "node", "position")
+_SQLITE_OBSERVED_INSERT: Final = (
+    "INSERT INTO observation_members (event_id, run, t, node, position) VALUES (?, ?, ?, ?, ?)"
+)
+
+
+def _id_in(ids: set[str]) -> Callable[[Envelope], bool]:
+    wanted = set(ids)
+    return lambda e: e.id in wanted
 
 
 def _pod_in(pods: set[str]) -> Callable[[Envelope], bool]:

@@ -10,6 +10,7 @@ import msgspec
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.internal import NodeObserved
+from ledgerlet_core.contracts.observed import expand_observed
 from ledgerlet_services.loops.stats_collector import Collector
 
 from .harness import Drive, node, pod, timers, types
@@ -17,9 +18,11 @@ from .harness import Drive, node, pod, timers, types
 Mi = 1 << 20
 
 
-def collector(**pod_usage: Any) -> Drive:
+def collector(*, whole: bool = True, **pod_usage: Any) -> Drive:
+    """(``whole``: the run keeps every pod's stats in its observations, so tests can read them)"""
     d = Drive(Collector())
-    d.input(inp.ScenarioStarted(name="s", start="1970-01-01T00:00:00Z", duration=600))
+    observations = inp.OBSERVATIONS_WHOLE if whole else ""
+    d.input(inp.ScenarioStarted(name="s", start="1970-01-01T00:00:00Z", duration=600, observations=observations))
     d.apply(node("n1"))
     web = pod("web", "n1")
     web["spec"]["containers"][0]["resources"] = {"limits": {"memory": "300Mi"}}
@@ -30,7 +33,8 @@ def collector(**pod_usage: Any) -> Drive:
 
 
 def observation(envs: list[Any]) -> NodeObserved:
-    (obs,) = [e for e in envs if e.type == "NodeObserved"]
+    """The one observation ``envs`` hold (a tick's derived ones travel in a batch)."""
+    (obs,) = [e for e in expand_observed(envs) if e.type == "NodeObserved"]
     return msgspec.json.decode(obs.data, type=NodeObserved)
 
 
@@ -74,65 +78,61 @@ def test_a_container_over_its_limit_is_oom_killed_by_the_kernel_between_passes()
     assert (data.container, data.scope, data.limit) == ("c", "limit", 300 * Mi)
 
 
-def test_a_pass_tells_only_what_changed_and_the_kubelet_rebuilds_every_pods_stats() -> None:
-    """Pods' stats go as a change from the node's previous observation (podsDelta); what
-    the kubelet makes of the changes is, pass after pass, the whole list a pass derives."""
-    from ledgerlet_core.contracts.internal import decode_lazy_observation
-    from ledgerlet_core.kubelet.kubelet import Kubelet
-    from ledgerlet_core.kubelet.node import KubeletNode
+def test_every_pass_carries_the_pods_stats_a_pass_derives_as_pods_come_and_go() -> None:
+    """A run that keeps its observations whole gets every pod's stats in every member, in
+    the order the pods run, as ``derive_summary`` works them out one pod at a time."""
     from ledgerlet_core.node_sim.stats import derive_summary
 
     d = collector(logs=[[0, "1Mi"], [60, "61Mi"]])  # web's logs grow: its stats vary
     d.apply(pod("db", "n1"))
     d.input(inp.UsageDeclared(key="default/db", usage={"memory": "10Mi"}))
-    kubelet_node = KubeletNode.__new__(KubeletNode)
-    kubelet_node.pod_stats = None
     machines = d.loop.machines  # type: ignore[attr-defined]
 
-    def observe(at: float) -> tuple[NodeObserved, list[str]]:
-        (env,) = [e for e in d.tick(at, phase=1) if e.type == "NodeObserved"]
-        told = Kubelet._pods_told(kubelet_node, decode_lazy_observation(env.data))()
+    def observe(at: float) -> list[str]:
+        (env,) = [e for e in d.tick(at, phase=1) if e.type == "NodesObserved"]
+        (member,) = expand_observed([env])
+        seen = msgspec.json.decode(member.data, type=NodeObserved)
         node = machines.nodes["n1"]
         whole = derive_summary(
             "n1",
             env.t,
-            "",
+            seen.summary.node.memory.time if seen.summary.node.memory else "",
             node.usage,
             node.capacity,
             node.layout,
             node.images,
             node.dead_container_bytes,
             list(node.plans.values()),
-            None,
+            machines._pods_memory_limit(node),
             node.memory.stopped(env.t),
             node.dead_container_log_bytes,
         )
-        assert told == whole.pods
-        return msgspec.json.decode(env.data, type=NodeObserved), [p.pod_ref.name for p in told]
+        assert seen.summary == whole
+        return [p.pod_ref.name for p in seen.summary.pods]
 
-    first, names = observe(0)
-    assert not first.pods_delta and names == ["web", "db"]
-    second, names = observe(10)
-    assert second.pods_delta and list(second.pods_changed) == ["default/web"] and not second.pods_gone
-    assert names == ["web", "db"]
+    assert observe(0) == ["web", "db"]
+    assert observe(10) == ["web", "db"]
     d.decision(
         dec.PodTerminated(reason="Deleted", grace_period_seconds=0, killed_at=15), 15, node="n1", pod="default/db"
     )
-    third, names = observe(20)
-    assert third.pods_delta and third.pods_gone == ["default/db"] and names == ["web"]
-    # db comes back: it stands last again, as a new pod does
-    d.apply(pod("db", "n1"), 25)
-    fourth, names = observe(30)
-    assert fourth.pods_delta and list(fourth.pods_changed) == ["default/web", "default/db"] and names == ["web", "db"]
-    # db leaves and comes back between two passes: it moved, so the list goes whole
-    d.apply(pod("cache", "n1"), 35)
-    assert observe(40)[1] == ["web", "db", "cache"]
-    d.decision(
-        dec.PodTerminated(reason="Deleted", grace_period_seconds=0, killed_at=45), 45, node="n1", pod="default/db"
-    )
-    d.apply(pod("db", "n1"), 46)
-    sixth, names = observe(50)
-    assert not sixth.pods_delta and names == ["web", "cache", "db"]
+    assert observe(20) == ["web"]
+    d.apply(pod("db", "n1"), 25)  # db comes back: it stands last, as a new pod does
+    assert observe(30) == ["web", "db"]
+
+
+def test_only_a_pass_that_may_rank_pods_gets_their_stats() -> None:
+    """Without whole observations, a node's pods' stats ride along only when one of its
+    thresholds is met counting its minimum reclaim (the kubelet may rank its pods then)."""
+    from ledgerlet_core.contracts.internal import NodesObserved
+
+    d = collector(whole=False, memory=[[0, "100Mi"], [20, "7Gi"]])  # web grows past memory.available<100Mi
+
+    def carried(at: float) -> list[int]:
+        (env,) = [e for e in d.tick(at, phase=1) if e.type == "NodesObserved"]
+        return msgspec.json.decode(env.data, type=NodesObserved).pods_of
+
+    assert carried(0) == []
+    assert carried(20) == [0]
 
 
 def test_the_kubelet_refuses_a_change_of_pods_stats_it_has_no_base_for() -> None:

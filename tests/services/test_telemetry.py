@@ -49,7 +49,7 @@ async def test_spans_link_the_clock_to_the_stored_eviction_and_metrics_count_eve
     assert [s.name for s in reversed(chain)] == [
         "clock ClockTick",
         "stats-collector ClockTick",
-        "eviction-manager NodeObserved",
+        "eviction-manager NodesObserved",  # (the tick's observations, handled together)
         "event-recorder store PodEvicted",
     ]
     assert len({s.context.trace_id for s in chain}) == 1

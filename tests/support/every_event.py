@@ -7,6 +7,8 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.contracts.inputs import OBSERVATIONS_WHOLE
+from ledgerlet_core.contracts.observed import expand_observed
 from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.app.replay import DecisionsSink
 from ledgerlet_services.runtime.embedded import _seeded_feed, run_feed
@@ -17,14 +19,16 @@ Compared = tuple[str, bytes, list[str], list[int]]
 
 
 class EveryEvent(DecisionsSink):
-    """Every event the loops emit, by id; one id given twice must be the same event."""
+    """Every event the loops emit, by id; one id given twice must be the same event. A
+    tick's observations count one by one (how they were batched is a matter of transport:
+    a split collector's members each carry their own nodes')."""
 
     def __init__(self) -> None:
         super().__init__()
         self.events: dict[str, Envelope] = {}
 
     async def append_batch(self, envelopes: Sequence[Envelope]) -> int:
-        for e in envelopes:
+        for e in expand_observed(envelopes):
             had = self.events.get(e.id)
             assert had is None or compared(had) == compared(e), f"{e.type} {e.id} emitted twice, unlike"
             self.events[e.id] = e
@@ -40,7 +44,9 @@ async def every_event(
 ) -> dict[str, Envelope]:
     """The scenario run in-process (its services split as ``members`` says), ordered as
     ``order_scheme`` says (contracts/order.py): every event by id."""
-    scenario = dataclasses.replace(load_scenario(text, source), order_scheme=order_scheme)
+    scenario = dataclasses.replace(
+        load_scenario(text, source), order_scheme=order_scheme, observations=OBSERVATIONS_WHOLE
+    )
     sink = EveryEvent()
     await run_feed(
         _seeded_feed(scenario, RUN_ID),

@@ -6,7 +6,7 @@ recorded input can be replayed by a later ledgerlet that models more fields.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -30,6 +30,14 @@ class ScenarioStarted(_Data, kw_only=True):
     #: how a loop whose work is per node numbers what it emits (contracts/order.py):
     #: "" by the step, as every run before it; "node" per node, so its work can be split
     order_scheme: str = ""
+    #: how the run keeps its derived observations: "" node-level stats only (the pods'
+    #: stats follow from the inputs); "whole" with every pod's stats too
+    #: (``ledgerlet run --store-observations full``)
+    observations: str = ""
+
+
+#: ``ScenarioStarted.observations``: derived observations kept with every pod's stats
+OBSERVATIONS_WHOLE: Final = "whole"
 
 
 class ScenarioEnded(_Data, kw_only=True):

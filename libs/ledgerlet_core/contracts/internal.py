@@ -7,12 +7,22 @@ observation an eviction was decided on is the ``NodeObserved`` it cites as a cau
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import msgspec
 
 from ledgerlet_core.model.runtime import RuntimeView
-from ledgerlet_core.model.summary import NodeStats, PodReference, PodStats, Summary
+from ledgerlet_core.model.summary import (
+    ContainerStats,
+    FsStats,
+    MemoryStats,
+    NodeStats,
+    PodReference,
+    PodStats,
+    RlimitStats,
+    RuntimeStats,
+    Summary,
+)
 
 
 class _Data(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
@@ -90,6 +100,132 @@ class NodeObserved(_Data, kw_only=True):
     pods_delta: bool = False
     pods_changed: dict[str, PodStats] = {}
     pods_gone: list[str] = []
+
+
+#: how a node's image and container filesystems relate to its root one (node_sim/stats.py)
+FS_SINGLE: Final = 0  # one filesystem: imagefs and containerfs are nodefs
+FS_DEDICATED: Final = 1  # images and writable layers on imagefs (containerfs is imagefs)
+FS_SPLIT: Final = 2  # images on imagefs, writable layers on nodefs (containerfs is nodefs)
+
+
+class NodesObserved(_Data, kw_only=True):
+    """Derived (``source: usage``) observations of one tick, member by member.
+
+    Member ``i`` is node ``nodes[i]``'s ``NodeObserved`` with id ``ids[i]`` at order
+    ``batch order[:-1] + [places[i]]`` (the batch stands at its first member's place).
+    Its node-level stats are the ``i``-th entries of the columns: memory, the ``pods``
+    system container (``podsAvailable`` -1: no kubepods limit), the node filesystem,
+    the image filesystem where ``fsMode`` gives one of its own, and the pids; its runtime
+    view is ``runtimes[runtime[i]]``. ``podsOf`` lists the members whose pods' stats
+    ride along, ``pods`` their lists (JSON, in the same order)."""
+
+    time: str
+    nodes: list[str]
+    ids: list[str]
+    places: list[int]
+    mem_available: list[int]
+    mem_usage: list[int]
+    mem_working_set: list[int]
+    pods_available: list[int]
+    pods_working_set: list[int]
+    fs_capacity: list[int]
+    fs_used: list[int]
+    fs_inodes: list[int]
+    fs_inodes_used: list[int]
+    fs_mode: list[int]
+    img_capacity: list[int]
+    img_used: list[int]
+    img_inodes: list[int]
+    img_inodes_used: list[int]
+    max_pid: list[int]
+    cur_proc: list[int]
+    runtime: list[int]
+    runtimes: list[RuntimeView]
+    pods_of: list[int] = []
+    pods: list[msgspec.Raw] = []
+    #: the run keeps whole observations: the stored copy keeps ``pods`` (every member has them)
+    whole: bool = False
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def node_stats(self, i: int) -> NodeStats:
+        """Member ``i``'s node-level stats, as ``node_sim.stats.node_stats`` made them."""
+        time = self.time
+        pods_available = self.pods_available[i]
+        pods_ws = self.pods_working_set[i]
+        nodefs = _fs_stats(self.fs_capacity[i], self.fs_used[i], self.fs_inodes[i], self.fs_inodes_used[i], time)
+        mode = self.fs_mode[i]
+        if mode == FS_SINGLE:
+            imagefs = containerfs = nodefs
+        else:
+            imagefs = _fs_stats(
+                self.img_capacity[i], self.img_used[i], self.img_inodes[i], self.img_inodes_used[i], time
+            )
+            containerfs = imagefs if mode == FS_DEDICATED else nodefs
+        return NodeStats(
+            node_name=self.nodes[i],
+            system_containers=[
+                ContainerStats(
+                    name="pods",
+                    memory=MemoryStats(
+                        time=time,
+                        available_bytes=pods_available if pods_available >= 0 else None,
+                        usage_bytes=pods_ws,
+                        working_set_bytes=pods_ws,
+                    ),
+                )
+            ],
+            memory=MemoryStats(
+                time=time,
+                available_bytes=self.mem_available[i],
+                usage_bytes=self.mem_usage[i],
+                working_set_bytes=self.mem_working_set[i],
+            ),
+            fs=nodefs,
+            runtime=RuntimeStats(image_fs=imagefs, container_fs=containerfs),
+            rlimit=RlimitStats(time=time, maxpid=self.max_pid[i], curproc=self.cur_proc[i]),
+        )
+
+    def pods_json(self) -> dict[int, msgspec.Raw]:
+        """The members whose pods' stats ride along, and those stats (a JSON list each)."""
+        return dict(zip(self.pods_of, self.pods, strict=True))
+
+    def lazy(self, i: int, pods: msgspec.Raw | None) -> LazyNodeObserved:
+        """Member ``i`` as a loop reads a single observation (:class:`LazyNodeObserved`);
+        without ``pods`` it says its pods' stats were left out (``podsOmitted``)."""
+        return LazyNodeObserved(
+            node=self.nodes[i],
+            summary=_LazySummary(node=self.node_stats(i), pods=pods if pods is not None else msgspec.Raw(b"[]")),
+            source="usage",
+            runtime=self.runtimes[self.runtime[i]],
+            pods_omitted=pods is None,
+        )
+
+    def observation(self, i: int, pods: msgspec.Raw | None = None) -> NodeObserved:
+        """Member ``i`` as the ``NodeObserved`` it stands for: whole when ``pods`` are
+        given, else as the store keeps a derived observation (``podsOmitted``)."""
+        summary = Summary(node=self.node_stats(i))
+        observed = NodeObserved(
+            node=self.nodes[i], summary=summary, source="usage", runtime=self.runtimes[self.runtime[i]]
+        )
+        if pods is None:
+            observed.pods_omitted = True
+        else:  # (the list as JSON already: encoded as it is)
+            summary.pods = cast(list[PodStats], pods)
+        return observed
+
+
+def _fs_stats(capacity: int, used: int, inodes: int, inodes_used: int, time: str) -> FsStats:
+    return FsStats(
+        time=time,
+        available_bytes=max(capacity - used, 0),
+        capacity_bytes=capacity,
+        used_bytes=used,
+        inodes_free=max(inodes - inodes_used, 0),
+        inodes=inodes,
+        inodes_used=inodes_used,
+    )
 
 
 class _NodeOnlySummary(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
@@ -225,6 +361,7 @@ INTERNAL_TYPES: dict[str, type[_Data]] = {
     "ClockTick": ClockTick,
     "TimerSet": TimerSet,
     "NodeObserved": NodeObserved,
+    "NodesObserved": NodesObserved,
     "PodStarted": PodStarted,
     "NodeStatusUpdated": NodeStatusUpdated,
     "ObjectCreated": ObjectCreated,

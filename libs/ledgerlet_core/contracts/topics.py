@@ -3,7 +3,8 @@
 * ``ledgerlet.inputs``: the scenario's (or a recording's) inputs, one partition;
 * ``ledgerlet.clock``: ticks of virtual time, one partition;
 * ``ledgerlet.timers``: loops' requests for ticks, one partition (the driver reads it);
-* ``ledgerlet.observations``: ``NodeObserved``, keyed by node;
+* ``ledgerlet.observations``: ``NodeObserved``, keyed by node, and a tick's derived
+  observations together (``NodesObserved``), keyed by their first node;
 * ``ledgerlet.decisions``: every decision, and the internal events loops tell each other
   (a created pod, a started pod, node status), keyed by node (or pod) so a node's stay in order.
 """
@@ -25,6 +26,7 @@ _BY_TYPE: Final = {
     "ClockTick": CLOCK,
     "TimerSet": TIMERS,
     "NodeObserved": OBSERVATIONS,
+    "NodesObserved": OBSERVATIONS,
 }
 
 

@@ -23,10 +23,12 @@ from ledgerlet_core.contracts.internal import (
     PHASE_STATUS,
     PHASE_TIMERS,
     LazyNodeObserved,
+    NodesObserved,
     PodDeletionRequested,
     PodStarted,
     pods_from,
 )
+from ledgerlet_core.contracts.observed import observation_member
 from ledgerlet_core.kubelet.config import KubeletConfig
 from ledgerlet_core.kubelet.eviction.local_storage import has_local_storage_limits
 from ledgerlet_core.kubelet.eviction.manager import EvictionState, admit, synchronize
@@ -34,6 +36,7 @@ from ledgerlet_core.kubelet.eviction_records import pass_records
 from ledgerlet_core.kubelet.graceful_shutdown import ADMIT_MESSAGE, ADMIT_REASON, SHUTDOWN_MESSAGE
 from ledgerlet_core.kubelet.node import KubeletNode
 from ledgerlet_core.kubelet.pod_worker import PodWorkers
+from ledgerlet_core.kubelet.quiet import quiet_passes
 from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_core.loop.membership import Membership
 from ledgerlet_core.loop.timers import Timers, next_multiple
@@ -236,11 +239,26 @@ class Kubelet:
             return []
         return [p for p in node.active.values() if self._limited(p)]
 
+    def observed_together(self, batch: NodesObserved, out: Emitter) -> None:
+        """A tick's derived observations (contracts/observed.py): the passes that provably
+        decide nothing are told apart over whole columns (kubelet/quiet.py) and only leave
+        what a later read makes of them (:meth:`KubeletNode.settle`); the others are passes
+        of their own, each as if its observation had come alone."""
+        plan = quiet_passes(batch, self.nodes, out.trigger.t, self._limited_pods if self._any_limits else None)
+        pods = batch.pods_json() if plan.full else {}
+        for i in plan.full:
+            member = observation_member(out.trigger, batch, i)
+            self.observed(batch.lazy(i, pods.get(i)), out.for_member(member))
+        for i in plan.quiet:
+            node = self.nodes[batch.nodes[i]]
+            node.quiet = (batch, i, batch.ids[i])
+
     def observed(self, data: LazyNodeObserved, out: Emitter) -> None:
         """One housekeeping pass on what the observation shows (``synchronize``)."""
         node = self.nodes.get(data.node)
         if node is None or node.off:
             return
+        node.settle()
         now, obs = out.trigger.t, out.trigger.id
         layout = data.runtime.layout if data.runtime is not None else node.layout
         result = synchronize(
@@ -272,6 +290,8 @@ class Kubelet:
     def _pods_told(node: KubeletNode, data: LazyNodeObserved) -> Callable[[], Sequence[PodStats]]:
         """The pods' stats the observation tells, whole or as a change from the node's
         previous derived observation (``NodeObserved.podsDelta``), decoded only if asked."""
+        if data.pods_omitted:
+            return _pods_not_carried(data.node)
         if data.pods_delta:
             table = node.pod_stats
             if table is None:
@@ -363,6 +383,7 @@ class Kubelet:
         containers did not survive the reboot) and starts over with its eviction state."""
         node = self.nodes[name]
         node.off, node.shutting_down = False, False
+        node.quiet = None
         node.state = EvictionState()
         node.published_conditions = ()
         node.forget_status()
@@ -379,7 +400,7 @@ class Kubelet:
         for name, node in self.nodes.items():
             if node.off:
                 continue
-            seen = [tick, node.last_observation_id] if node.last_observation_id else [tick]
+            seen = [tick, node.observation_id] if node.observation_id else [tick]
             if now % node.config.node_status_update_frequency == 0:
                 status, added, removed = node.status_update()
                 if status is not None:
@@ -392,3 +413,13 @@ class Kubelet:
                 if gc is not None:
                     out.decide(gc, node=name, causes=seen)
                 self.timers.want(now + node.config.image_gc_period, PHASE_STATUS, out)
+
+
+def _pods_not_carried(node: str) -> Callable[[], Sequence[PodStats]]:
+    """A pass that reads pods' stats its observation was made without: the collector's
+    rule of which nodes' passes may read them (node_sim/observing.py) missed one."""
+
+    def fail() -> Sequence[PodStats]:
+        raise RuntimeError(f"{node}: a pass needs its pods' stats, which its observation was made without")
+
+    return fail

@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 import msgspec
 
 from ledgerlet_core.contracts import decisions as dec
-from ledgerlet_core.contracts.internal import NodeStatusUpdated
+from ledgerlet_core.contracts.internal import NodesObserved, NodeStatusUpdated
 from ledgerlet_core.kubelet.config import KubeletConfig
 from ledgerlet_core.kubelet.eviction.manager import POD_CLEANUP_TIMEOUT, EvictionState
+from ledgerlet_core.kubelet.eviction.observations import LazyObservations, signal_values
 from ledgerlet_core.kubelet.eviction.reclaim import periodic_image_gc
 from ledgerlet_core.kubelet.node_status import allocatable, condition_taints, reported_capacity
 from ledgerlet_core.model.k8s.objects import Node, Pod, ResourceList, Taint
@@ -49,6 +50,34 @@ class KubeletNode:
     pod_stats: dict[str, msgspec.Raw] | None = None
     #: what the last status update was worked out from (node, config, machine, conditions)
     _status_inputs: tuple[object, ...] | None = None
+    #: the last pass, when it was a quiet one taken over whole columns (kubelet/quiet.py):
+    #: the tick's observations, this node's place among them, and its observation's id;
+    #: what it left (the observations kept, what the pass saw) is made only once read
+    #: (:meth:`settle`)
+    quiet: tuple[NodesObserved, int, str] | None = None
+
+    def settle(self) -> None:
+        """Take up the last pass's leavings if it was a quiet one (``manager._quiet_pass``:
+        the conditions' last-observed times as they were, the pass's observations kept,
+        nothing met, first observed or reported), before anything reads them."""
+        quiet = self.quiet
+        if quiet is None:
+            return
+        self.quiet = None
+        batch, i, observation = quiet
+        summary = Summary(node=batch.node_stats(i))
+        self.state = EvictionState(
+            conditions_last_observed=dict(self.state.conditions_last_observed),
+            last_observations=LazyObservations(signal_values(summary)),
+        )
+        self.last_summary = summary
+        self.last_runtime = batch.runtimes[batch.runtime[i]]
+        self.last_observation_id = observation
+
+    @property
+    def observation_id(self) -> str:
+        """The id of the observation its last pass was made on ("" before any)."""
+        return self.quiet[2] if self.quiet is not None else self.last_observation_id
 
     def cleanup_pending(self, now: int) -> list[str]:
         """Evicted pods still exiting, for at most ``podCleanupTimeout`` after the kill."""
@@ -93,6 +122,7 @@ class KubeletNode:
 
     def image_gc(self, now: int) -> dec.ImageGarbageCollected | None:
         """The periodic image GC on what the last pass saw; ``None`` when it had nothing to do."""
+        self.settle()
         summary, view = self.last_summary, self.last_runtime
         runtime = summary.node.runtime if summary is not None else None
         fs = runtime.image_fs if runtime is not None else None

@@ -23,6 +23,8 @@ class Emitted:
     envelope: Envelope
     #: the partition key: a node's (or a pod's) events stay in order
     key: str
+    #: how many events it carries (a batch: its members)
+    events: int = 1
 
 
 @dataclass(slots=True)
@@ -32,6 +34,9 @@ class Emitter:
     out: list[Emitted] = field(default_factory=list)
     #: places in the order given up (:meth:`skip`)
     skipped: int = 0
+    #: places taken so far: events emitted here (whatever their order) and places given up;
+    #: the next event without an order of its own is numbered so
+    count: int = 0
     #: whether what concerns a node (None: no node) is emitted here; what is not keeps
     #: its place (a member's share of a split service: loop/membership.py)
     keep: Callable[[str | None], bool] | None = None
@@ -44,6 +49,25 @@ class Emitter:
         """Give up the next place in the order without emitting: what would have stood
         there is left out, and what follows keeps its id (a quick replay's quiet nodes)."""
         self.skipped += 1
+        self.count += 1
+
+    def reserve(self) -> int:
+        """Take the next place in the order for an event carried in a batch (emitted later,
+        with its batch: :meth:`emit_batch`); the place taken."""
+        n = self.count
+        self.count += 1
+        return n
+
+    def emit_batch(self, envelope: Envelope, key: str, members: int) -> None:
+        """Emit a batch of ``members`` events that took their places already
+        (:meth:`reserve`): it takes none of its own."""
+        self.out.append(Emitted(envelope, key, members))
+
+    def for_member(self, member: Envelope) -> Emitter:
+        """An emitter for one member of a batch the loop handles whole (a tick's
+        observations): what it emits is numbered from the member's place, as if the member
+        had come alone, and lands in this emitter's output."""
+        return Emitter(member, self.rank, self.out, keep=self.keep, place=self.place)
 
     def emit(
         self,
@@ -60,7 +84,7 @@ class Emitter:
         if order is None:
             place = self.place
             if place is None:
-                order = [*self.trigger.order, self.rank, len(self.out) + self.skipped]
+                order = [*self.trigger.order, self.rank, self.count]
             elif node is None:
                 what = data.__class__.__name__
                 raise ValueError(f"{what}: ordered by node, an event about no node needs an order of its own")
@@ -83,6 +107,7 @@ class Emitter:
             pod=pod,
             causes=causes if causes is not None else [self.trigger.id],
         )
+        self.count += 1
         if self.keep is not None and not self.keep(node):
             self.skipped += 1  # (another member emits it, with this very id)
             return env

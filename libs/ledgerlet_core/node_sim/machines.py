@@ -14,17 +14,20 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import cast
 
 import msgspec
+import numpy as np
 
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import PHASE_HOUSEKEEPING, PHASE_TIMERS, ClockTick, NodeObserved, PodStarted
 from ledgerlet_core.kubelet.config import KubeletConfig
+from ledgerlet_core.kubelet.eviction.local_storage import has_local_storage_limits
+from ledgerlet_core.kubelet.eviction.manager import node_thresholds
 from ledgerlet_core.kubelet.eviction.reclaim import ReclaimAction
 from ledgerlet_core.kubelet.eviction.signals import Signal
+from ledgerlet_core.kubelet.eviction.thresholds import Threshold
 from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_core.loop.membership import Membership
 from ledgerlet_core.loop.timers import Timers, next_multiple
@@ -35,9 +38,11 @@ from ledgerlet_core.model.k8s.objects import Node, Pod
 from ledgerlet_core.model.k8s.qos import container_oom_score_adj
 from ledgerlet_core.model.quantity import Quantity
 from ledgerlet_core.model.runtime import RuntimeImage, RuntimeView
-from ledgerlet_core.model.summary import PodStats, Summary
+from ledgerlet_core.model.summary import Summary
 from ledgerlet_core.model.timefmt import format_rfc3339
 from ledgerlet_core.model.usage import ZERO, NodeUsage, PodUsage, effective_layout, parse_pod_usage
+from ledgerlet_core.node_sim.columns import PodTerms, SeriesTable
+from ledgerlet_core.node_sim.observing import NodeColumns, batches, emit_batch, needs_pods, plan_terms
 from ledgerlet_core.node_sim.oom import ContainerRun, NodeMemory
 from ledgerlet_core.node_sim.stats import (
     NodeCapacity,
@@ -45,7 +50,6 @@ from ledgerlet_core.node_sim.stats import (
     PodTotals,
     images_in_use,
     node_capacity,
-    node_stats,
     plan_pod,
     pod_images,
     pod_stats_json,
@@ -58,6 +62,8 @@ from ledgerlet_core.node_sim.stats import (
 class _Node:
     node: Node
     config: KubeletConfig
+    #: its row in the columns a tick's observations are made from (node_sim/observing.py)
+    row: int
     usage: NodeUsage | None = None
     capacity: NodeCapacity | None = None
     layout: str = "single"
@@ -74,25 +80,14 @@ class _Node:
     plans: dict[str, PodPlan] = field(default_factory=dict)  # what feeds each running pod's stats
     #: running pods whose plan and kernel view are not worked out yet (see Machines._fresh)
     stale: set[str] = field(default_factory=set)
-    #: each pod's stats as the last observation told them (None: tell the next one whole)
-    reported: dict[str, bytes] | None = None
-    #: bumped whenever the running pods or their plans change (what ``passes`` holds for)
-    plans_version: int = 0
-    passes: _PassCache | None = None
     images_running: dict[str, int] = field(default_factory=dict)  # image -> running containers using it
     off: bool = False  # powered off or shut down: nothing observes it
-
-
-@dataclass(slots=True)
-class _PassCache:
-    """A node's pods as a pass sees them, kept while they do not change (``version`` of
-    the node's plans, the same stopped containers): what the pods whose stats never
-    change use together, and the pods whose stats must be worked out every pass."""
-
-    version: int
-    stopped: dict[str, set[str]]
-    fixed: PodTotals
-    varying: list[str]
+    #: something its observations are made of changed since its columns were set
+    dirty: bool = True
+    #: the runtime view its observations carry, kept while nothing of it changes
+    runtime: RuntimeView | None = None
+    #: running pods that set local-storage limits (their pass reads the pods' stats)
+    limited: set[str] = field(default_factory=set)
 
 
 #: PodTerminated reasons after which the kubelet deletes the pod's containers at once
@@ -119,6 +114,12 @@ class Machines:
         self.quiet: frozenset[str] = frozenset()
         #: this process's share of the nodes, when the collector is split (loop/membership.py)
         self.member: Membership | None = None
+        #: whether the run keeps its derived observations whole (pods' stats of every node)
+        self.whole = False
+        #: the columns a tick's observations are made from (node_sim/observing.py)
+        self._series = SeriesTable()
+        self._terms = PodTerms(self._series)
+        self._columns = NodeColumns(self._series)
 
     def _unobserved(self, name: str) -> bool:
         return name in self.quiet or (self.member is not None and not self.member.owns(name))
@@ -133,9 +134,10 @@ class Machines:
         name = node.metadata.name
         existing = self.nodes.get(name)
         if existing is None:
-            self.nodes[name] = _Node(node=node, config=config)
+            self.nodes[name] = _Node(node=node, config=config, row=len(self.nodes))
         else:
             existing.node, existing.config = node, config
+            existing.dirty = True
         self._refresh_layout(self.nodes[name])
 
     def running(self, pod: Pod) -> None:
@@ -161,6 +163,9 @@ class Machines:
         node.stale.add(pod.key)
         for image in pod_images(pod):
             node.images_running[image] = node.images_running.get(image, 0) + 1
+        node.dirty = True
+        if has_local_storage_limits(pod):
+            node.limited.add(pod.key)
         self.pod_node[pod.key] = node.node.metadata.name
 
     def usage_declared(
@@ -184,6 +189,7 @@ class Machines:
                 node.capacity.memory, node.usage.system.get("memory", ZERO), self._pods_memory_limit(node)
             )
             node.stale.update(node.pods)  # the kernel's view of each, anew
+            node.dirty = True
             self._refresh_layout(node)
             node.next_pass = next_multiple(env.t, node.config.housekeeping_interval)
             self.timers.want(node.next_pass, PHASE_HOUSEKEEPING, out)
@@ -215,10 +221,10 @@ class Machines:
         if not node.stale:
             return
         stale, node.stale = node.stale, set()
-        node.plans_version += 1
         for key, pod in node.pods.items():
             if key in stale:
-                node.plans[key] = plan_pod(pod, self._usage_for(pod))
+                plan = node.plans[key] = plan_pod(pod, self._usage_for(pod))
+                self._terms.place(key, node.row, plan_terms(plan))
                 self._track(node, key)
 
     def stats_reported(self, env: Envelope, data: inp.StatsReported, out: Emitter) -> None:
@@ -248,6 +254,7 @@ class Machines:
         # ... except those of evicted and deleted pods, which the kubelet removes as soon as
         # they exit (pod_container_deletor: cleanUpContainersInPod, ShouldPodContentBeRemoved).
         self._stop(env.pod)
+        node.dirty = True
         released = pod_images(pod)
         for i, img in enumerate(node.images):
             if img.name in released and not node.images_running.get(img.name):
@@ -262,7 +269,7 @@ class Machines:
         if node is None or node.off == off:
             return
         node.off = off
-        node.reported = None  # (whatever the kubelet made of the node meanwhile: told whole again)
+        node.dirty = True
         if off:
             node.next_pass = None
         elif node.usage is not None:
@@ -282,6 +289,7 @@ class Machines:
         node = self.nodes.get(env.node or "")
         if node is None:
             return
+        node.dirty = True
         if data.action == ReclaimAction.GARBAGE_COLLECT_CONTAINERS:
             node.dead_containers = 0
             node.dead_container_bytes = 0
@@ -295,6 +303,7 @@ class Machines:
         if node is not None and data.images:
             gone = set(data.images)
             node.images = [i for i in node.images if i.name not in gone]
+            node.dirty = True
 
     def _stop(self, pod_key: str | None) -> None:
         if pod_key is None:
@@ -306,7 +315,9 @@ class Machines:
         pod = node.pods.pop(pod_key, None)
         node.plans.pop(pod_key, None)
         node.stale.discard(pod_key)
-        node.plans_version += 1
+        node.limited.discard(pod_key)
+        node.dirty = True
+        self._terms.remove(pod_key)
         if node.memory is not None:
             node.memory.remove_pod(pod_key)
         for image in pod_images(pod) if pod is not None else ():
@@ -328,15 +339,22 @@ class Machines:
             return
         if data.phase != PHASE_HOUSEKEEPING:
             return
+        together: list[_Node] = []
+        places: list[int] = []
         for name, node in self.nodes.items():
             if node.off:
-                node.pending_stats = [s for s in node.pending_stats if s[0].t > env.t]
+                if node.pending_stats:
+                    node.pending_stats = [s for s in node.pending_stats if s[0].t > env.t]
                 continue
             self._fresh(node)
-            stats = [s for s in node.pending_stats if s[0].t <= env.t]
-            node.pending_stats = [s for s in node.pending_stats if s[0].t > env.t]
-            memcg = env.t in node.memcg_passes
-            node.memcg_passes.discard(env.t)
+            stats: list[tuple[Envelope, inp.StatsReported]] = []
+            if node.pending_stats:
+                stats = [s for s in node.pending_stats if s[0].t <= env.t]
+                node.pending_stats = [s for s in node.pending_stats if s[0].t > env.t]
+            memcg = False
+            if node.memcg_passes:
+                memcg = env.t in node.memcg_passes
+                node.memcg_passes.discard(env.t)
             if stats:
                 # A recorded Summary replaces the derived observation at its instant.
                 for stats_env, report in stats:
@@ -344,15 +362,95 @@ class Machines:
                 if node.next_pass == env.t:
                     self._advance(node, env.t, out)
             elif node.next_pass is not None and node.next_pass <= env.t:
-                self._observe_usage(name, node, env, out)
+                if self._unobserved(name):
+                    out.skip()
+                else:  # observed with the others, in a batch: its place is taken now
+                    together.append(node)
+                    places.append(out.reserve())
                 self._advance(node, env.t, out)
             elif memcg and node.usage is not None:
                 # kernelMemcgNotification: the kubelet hears of the crossing when it happens
-                self._observe_usage(name, node, env, out)
+                if self._unobserved(name):
+                    out.skip()
+                else:
+                    together.append(node)
+                    places.append(out.reserve())
             else:
                 continue
             self._schedule_kernel(node, env.t, out)
-            yield
+        if together:
+            for batch in self._observe_together(together, places, env, out.rank):
+                emit_batch(out, batch)
+                yield
+
+    def _observe_together(self, nodes: list[_Node], places: list[int], tick: Envelope, rank: int) -> list[Envelope]:
+        """The derived observations of ``nodes`` at the tick, as batches (node_sim/observing.py)."""
+        t = tick.t
+        for node in nodes:
+            if node.dirty:
+                self._set_columns(node)
+        rows = np.fromiter((n.row for n in nodes), dtype=np.int64, count=len(nodes))
+        totals = self._terms.totals(t, self._columns.size)[rows]
+        stopped: dict[int, dict[str, set[str]]] = {}
+        for i, node in enumerate(nodes):
+            down = node.memory.stopped(t) if node.memory is not None else {}
+            if down:  # (its OOM-killed containers hold no memory meanwhile: worked out pod by pod)
+                stopped[i] = down
+                uses = [pod_stats_json(plan, t, down.get(k, frozenset()))[0] for k, plan in node.plans.items()]
+                pt = PodTotals.of(uses)
+                totals[i] = (pt.memory, pt.rootfs, pt.logs_volumes, pt.inodes, pt.pids)
+        stats = self._columns.stats(t, rows, totals)
+        if self.whole:
+            needy = np.ones(len(nodes), dtype=np.bool_)
+        else:
+            groups: dict[tuple[int, str], int] = {}
+            thresholds: list[tuple[Threshold, ...]] = []
+            group = np.zeros(len(nodes), dtype=np.int64)
+            limited = np.zeros(len(nodes), dtype=np.bool_)
+            for i, node in enumerate(nodes):
+                key = (id(node.config), node.layout)
+                g = groups.get(key)
+                if g is None:
+                    g = groups[key] = len(thresholds)
+                    thresholds.append(tuple(node_thresholds(node.config, node.layout)))
+                group[i] = g
+                limited[i] = bool(node.limited) and node.config.spec.local_storage_capacity_isolation
+            needy = needs_pods(stats, thresholds, group, limited)
+
+        def pods(i: int) -> bytes | None:
+            if not needy[i]:
+                return None
+            down = stopped.get(i, {})
+            each = [pod_stats_json(plan, t, down.get(k, frozenset()))[1] for k, plan in nodes[i].plans.items()]
+            return b"[" + b",".join(each) + b"]"
+
+        return batches(
+            tick,
+            rank,
+            [n.node.metadata.name for n in nodes],
+            places,
+            stats,
+            [self._runtime_view(n) for n in nodes],
+            pods,
+            time=self._clock_text(t),
+            whole=self.whole,
+        )
+
+    def _set_columns(self, node: _Node) -> None:
+        """What the node's observations are made of besides its pods, as it is now."""
+        assert node.usage is not None and node.capacity is not None
+        node.dirty = False
+        node.runtime = None
+        self._columns.set(
+            node.row,
+            node.usage,
+            node.capacity,
+            node.layout,
+            sum(i.size for i in node.images),
+            node.dead_container_bytes,
+            node.dead_container_log_bytes,
+            self._pods_memory_limit(node),
+        )
 
     def _advance(self, node: _Node, now: int, out: Emitter) -> None:
         node.next_pass = now + node.config.housekeeping_interval
@@ -434,94 +532,26 @@ class Machines:
         summary = convert(report.summary, Summary)
         after = convert(report.after_reclaim, Summary) if report.after_reclaim is not None else None
         runtime = self._runtime_view(node) if node.usage is not None else None
-        node.reported = None  # the kubelet saw other pods' stats: the next derived ones are told whole
         out.emit(
             NodeObserved(node=name, summary=summary, source="stats", after_reclaim=after, runtime=runtime),
             node=name,
             causes=[env.id],
         )
 
-    def _observe_usage(self, name: str, node: _Node, tick: Envelope, out: Emitter) -> None:
-        """The Summary the kubelet reads now (as :func:`derive_summary` has it), its pods'
-        stats told as a change from the node's previous observation where they can be
-        (``NodeObserved.podsDelta``). Most pods of a fleet report the same stats pass after
-        pass (the same bytes): while a node's pods, plans and stopped containers stay as
-        they were, a pass works out only the pods whose stats vary (:class:`_PassCache`)."""
-        assert node.usage is not None and node.capacity is not None
-        if self._unobserved(name):
-            out.skip()
-            return
-        t = tick.t
-        stopped = node.memory.stopped(t) if node.memory is not None else {}
-        before, cache = node.reported, node.passes
-        changed: dict[str, bytes]
-        gone: list[str] = []
-        if (
-            before is not None
-            and cache is not None
-            and cache.version == node.plans_version
-            and cache.stopped == stopped
-        ):
-            changed = {}
-            uses = []
-            for key in cache.varying:
-                use, js = pod_stats_json(node.plans[key], t, stopped.get(key, frozenset()))
-                uses.append(use)
-                if js != before[key]:
-                    changed[key] = before[key] = js
-            totals = cache.fixed + PodTotals.of(uses)
-            delta = True
-        else:
-            stats = {key: pod_stats_json(plan, t, stopped.get(key, frozenset())) for key, plan in node.plans.items()}
-            varying = [k for k, p in node.plans.items() if p.fixed is None or k in stopped]
-            node.passes = _PassCache(
-                node.plans_version,
-                stopped,
-                PodTotals.of(stats[k][0] for k, p in node.plans.items() if p.fixed is not None and k not in stopped),
-                varying,
-            )
-            totals = PodTotals.of(use for use, _ in stats.values())
-            reported = node.reported = {k: js for k, (_, js) in stats.items()}
-            delta = before is not None and _appended_only(before, reported)
-            if delta:
-                assert before is not None
-                changed = {k: js for k, js in reported.items() if before.get(k) is not js and before.get(k) != js}
-                gone = [k for k in before if k not in reported]
-        summary = Summary(
-            node=node_stats(
-                name,
-                t,
-                self._clock_text(t),
-                node.usage,
-                node.capacity,
-                node.layout,
-                node.images,
-                node.dead_container_bytes,
-                totals,
-                self._pods_memory_limit(node),
-                node.dead_container_log_bytes,
-            )
-        )
-        observed = NodeObserved(node=name, summary=summary, source="usage", runtime=self._runtime_view(node))
-        if delta:
-            observed.pods_delta = True
-            observed.pods_changed = cast(dict[str, PodStats], {k: msgspec.Raw(js) for k, js in changed.items()})
-            observed.pods_gone = gone
-        else:  # (the list as JSON already: encoded as it is)
-            assert node.reported is not None
-            summary.pods = cast(list[PodStats], msgspec.Raw(b"[" + b",".join(node.reported.values()) + b"]"))
-        out.emit(observed, node=name, causes=[tick.id])
-
     def _runtime_view(self, node: _Node) -> RuntimeView:
+        """What the runtime reports (kept until the node changes: :attr:`_Node.dirty`)."""
+        if node.runtime is not None and not node.dirty:
+            return node.runtime
         in_use = images_in_use(node.images, set(node.images_running))
         images = [msgspec.structs.replace(i, in_use=i.name in in_use) for i in node.images]
-        return RuntimeView(
+        node.runtime = RuntimeView(
             layout=node.layout,
             images=images,
             dead_containers=node.dead_containers,
             dead_container_bytes=node.dead_container_bytes,
             dead_container_log_bytes=node.dead_container_log_bytes,
         )
+        return node.runtime
 
     def _pods_memory_limit(self, node: _Node) -> int | None:
         """The kubepods cgroup limit when allocatable is enforced on pods."""
@@ -548,11 +578,3 @@ class Machines:
             node.node.metadata.annotations.get(FILESYSTEMS_ANNOTATION),
             node.usage is not None and node.usage.image_fs is not None,
         )
-
-
-def _appended_only(before: Mapping[str, bytes], now: Mapping[str, bytes]) -> bool:
-    """Whether the pods ``now`` are those ``before`` that remain, in their order, then new
-    ones: what a change applied to ``before`` gives (pods replaced in place, new ones at
-    the end). A pod that left and came back stands elsewhere: then the list goes whole."""
-    remaining = [k for k in before if k in now]
-    return list(now)[: len(remaining)] == remaining

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.contracts.observed import OBSERVED_BATCH, expand_observed, observation_members, observed_count
 from ledgerlet_core.contracts.registry import DECISION, INPUT
 from ledgerlet_core.model.duration import SECOND
 
@@ -130,6 +131,13 @@ class Verifier:
 
     def _pair(self, recorded: Envelope, derived: Envelope) -> None:
         self._paired.add(recorded.id)
+        if recorded.type == OBSERVED_BATCH and derived.type == OBSERVED_BATCH:
+            if bytes(recorded.data) == bytes(derived.data) and not differing_fields(recorded, derived):
+                self.compared += observed_count(recorded.data)
+                return
+            # told member by member: which observation differs, not that the tick's do
+            self._members(observation_members(recorded), observation_members(derived))
+            return
         self.compared += 1
         fields = differing_fields(recorded, derived)
         if fields:
@@ -152,8 +160,28 @@ class Verifier:
         """Events held for their pair."""
         return len(self._recorded) + len(self._derived)
 
+    def _members(self, recorded: Iterable[Envelope], derived: Iterable[Envelope]) -> None:
+        """Pair the observations two batches carry, one by one (their ids are their own)."""
+        mine = Verifier()
+        mine.recorded(recorded)
+        mine.derived(derived)
+        self.compared += mine.compared
+        self.mismatches.extend(mine.finish())
+
     def finish(self) -> list[Mismatch]:
-        """Everything is in: what is left unpaired is missing (recorded only) or unexpected."""
+        """Everything is in: what is left unpaired is missing (recorded only) or unexpected.
+
+        A tick's observations stored one by one (a run recorded before they were carried
+        together), or re-derived so (a quick verification leaves quiet nodes out), pair
+        with a batch's members: unpaired batches are opened first."""
+        batches = [e for e in (*self._recorded.values(), *self._derived.values()) if e.type == OBSERVED_BATCH]
+        if batches:
+            recorded = list(self._recorded.values())
+            derived = list(self._derived.values())
+            self._recorded.clear()
+            self._derived.clear()
+            self.recorded(expand_observed(recorded))
+            self.derived(expand_observed(derived))
         for env in self._recorded.values():
             self.mismatches.append(Mismatch("missing", env.id, env.type, env.t, env.node, env.pod, recorded=env))
         for env in self._derived.values():

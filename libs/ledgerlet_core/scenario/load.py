@@ -101,6 +101,8 @@ class Scenario:
     #: how node-scoped loops number their events (contracts/order.py): a run option, not
     #: the file's (``ledgerlet run --order-by-node``; set by a split eviction manager)
     order_scheme: str = ""
+    #: how derived observations are stored (``ScenarioStarted.observations``): a run option
+    observations: str = ""
 
     def kubelet_config_for(self, node: str) -> KubeletConfig:
         return self.node_configs.get(node, self.kubelet_config)
@@ -117,6 +119,7 @@ class Scenario:
             source=self.source,
             digest=self.digest,
             order_scheme=self.order_scheme,
+            observations=self.observations,
         )
 
 

@@ -20,7 +20,9 @@ from ledgerlet_core.contracts import batch
 from ledgerlet_core.contracts import inputs as ev
 from ledgerlet_core.contracts.batch import BATCH
 from ledgerlet_core.contracts.envelope import Envelope, event_id
+from ledgerlet_core.contracts.inputs import OBSERVATIONS_WHOLE
 from ledgerlet_core.contracts.internal import RUN_COMPLETED, RUN_FAILED
+from ledgerlet_core.contracts.observed import OBSERVED_BATCH, decode_observed, observation_members, observed_count
 from ledgerlet_core.contracts.registry import DECISION, INPUT, INTERNAL, decode_data, encode_data
 from ledgerlet_core.controllers.config import ControllerConfig
 from ledgerlet_core.kubelet.config import check_kubelet_settings, resolve_kubelet_config
@@ -100,17 +102,27 @@ async def read_recorded(store: EventStore, run: str, *, batch: int = 20_000) -> 
     if started is None:
         raise NoSuchRun(f"run {run!r} has no ScenarioStarted event: nothing to replay from")
     inputs.sort(key=Envelope.sort_key)
-    full = False
+    full = decode_data(started).observations == OBSERVATIONS_WHOLE
     looked = 0
-    async for stored in store.iter_run(run, batch=1000, kinds=(INTERNAL,)):  # the first derived observation says
+    async for stored in store.iter_run(run, batch=1000, kinds=(INTERNAL,), members=False):  # the first derived one says
         data = bytes(stored.envelope.data)
+        if stored.envelope.type == OBSERVED_BATCH:
+            full = full or decode_observed(data).whole
+            break
         if stored.envelope.type == "NodeObserved" and b'"source":"usage"' in data:
             full = b'"podsOmitted"' not in data
             break
         looked += 1
         if looked >= 5000:  # (the first pass of a closed-loop node comes at once: there are none)
             break
-    return RecordedRun(run, decode_data(started), inputs, time.perf_counter() - began, full)
+    recorded = RecordedRun(run, decode_data(started), inputs, time.perf_counter() - began, full)
+    if full and recorded.started.observations != OBSERVATIONS_WHOLE:  # (recorded before the field said so)
+        recorded.started = msgspec.structs.replace(recorded.started, observations=OBSERVATIONS_WHOLE)
+        data = encode_data(recorded.started)
+        recorded.inputs = [
+            msgspec.structs.replace(e, data=data) if e.type == "ScenarioStarted" else e for e in recorded.inputs
+        ]
+    return recorded
 
 
 def replay_feed(recorded: RecordedRun, started: ev.ScenarioStarted | None = None) -> list[Envelope]:
@@ -188,9 +200,12 @@ class VerifyingSink(DecisionsSink):
         if quiet_nodes and types_by_node is not None:
             others = sorted(n for n in types_by_node if n not in quiet_nodes)
             if len(others) <= _NAMED_NODES_MAX:
+                # (observations stored one by one are left out by the query, unread; those
+                # stored in batches are read with them and left out as they come)
                 only = ([OBSERVED], others)
                 self.read = self.left_out = sum(types_by_node.get(n, {}).get(OBSERVED, 0) for n in quiet_nodes)
-        self._stored = store.iter_run(run, batch=page, kinds=(INTERNAL, DECISION), types_only_of=only)
+        # (a tick's observations whole, as they are derived again: compared as one)
+        self._stored = store.iter_run(run, batch=page, kinds=(INTERNAL, DECISION), types_only_of=only, members=False)
         self._page = page
         self._done = False
 
@@ -209,17 +224,22 @@ class VerifyingSink(DecisionsSink):
                 break
         else:
             self._done = True
-        self.read += len(got)
+        count = sum(observed_count(e.data) if e.type == OBSERVED_BATCH else 1 for e in got)
+        self.read += count
         if self.quiet:
             kept = self._comparable(got)
-            self.left_out += len(got) - len(kept)
+            self.left_out += count - len(kept)
             got = kept
         self.verifier.recorded(got)
 
     def _comparable(self, envelopes: Sequence[Envelope]) -> list[Envelope]:
-        """What is compared of ``envelopes`` when the quiet nodes are not observed."""
+        """What is compared of ``envelopes`` when the quiet nodes are not observed (a tick's
+        observations one by one, the quiet nodes' left out: the batches differ)."""
         out = []
         for e in envelopes:
+            if e.type == OBSERVED_BATCH:
+                out.extend(observation_members(e, leave_out=self.quiet))
+                continue
             if e.node in self.quiet:
                 if e.type == OBSERVED:
                     continue
@@ -300,7 +320,8 @@ async def replay_run(
         await rederive(recorded, plain, progress=progress, quiet_nodes=quiet)
         took = time.perf_counter() - began
         return Replay(recorded, plain.decisions, took, stored_events=recorded.input_events, quiet_count=len(quiet))
-    sink = VerifyingSink(store, recorded.run, quiet_nodes=quiet, types_by_node=by_node)
+    alone = await store.types_by_node(recorded.run, batched=False) if quick else {}
+    sink = VerifyingSink(store, recorded.run, quiet_nodes=quiet, types_by_node=alone)
     await rederive(recorded, sink, progress=progress, quiet_nodes=quiet)
     found = await sink.finish()
     stored = recorded.input_events + sink.read

@@ -17,9 +17,11 @@ from ledgerlet_core.contracts.internal import (
     ClockTick,
     LazyNodeObserved,
     NodeObserved,
+    NodesObserved,
     PodDeletionRequested,
     decode_lazy_observation,
 )
+from ledgerlet_core.contracts.observed import decode_observed
 from ledgerlet_core.contracts.order import ORDER_BY_NODE
 from ledgerlet_core.contracts.topics import CLOCK, DECISIONS, INPUTS, OBSERVATIONS
 from ledgerlet_core.kubelet.kubelet import Kubelet, StopDeleted, StopPreempted
@@ -143,6 +145,11 @@ class EvictionManager(Loop):
         member's node's not at all)."""
         if env.node in self.kubelet.nodes:
             self.kubelet.observed(data, out)
+
+    @on(NodesObserved, decode=decode_observed)
+    def _observed_together(self, env: Envelope, data: NodesObserved, out: Emitter) -> None:
+        """A tick's observations: quiet passes over whole columns, the rest one by one."""
+        self.kubelet.observed_together(data, out)
 
     @on(ClockTick)
     def _tick(self, env: Envelope, data: ClockTick, out: Emitter) -> None:

@@ -33,6 +33,10 @@ class Collector(Loop):
     def set_quiet_nodes(self, nodes: frozenset[str]) -> None:
         self.machines.quiet = nodes
 
+    @on(inp.ScenarioStarted)
+    def _run_started(self, env: Envelope, data: inp.ScenarioStarted, out: Emitter) -> None:
+        self.machines.whole = data.observations == inp.OBSERVATIONS_WHOLE
+
     def _start(self) -> datetime:
         """The run's wall-clock start (a method, not a closure: a snapshot pickles the loop)."""
         return self.cluster.settings.start

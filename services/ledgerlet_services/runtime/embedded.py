@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from ledgerlet_bus.memory import MemoryBus
 from ledgerlet_core.contracts import order
 from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.contracts.inputs import OBSERVATIONS_WHOLE
 from ledgerlet_core.contracts.internal import RUN_COMPLETED, RUN_FAILED, RunEnded
 from ledgerlet_core.contracts.registry import DECISION, make_envelope
 from ledgerlet_core.loop.membership import Membership
@@ -83,6 +85,8 @@ async def run_embedded(
 ) -> RunResult:
     run_id = run or new_run_id()
     began = time.perf_counter()
+    if full_observations and scenario.observations != OBSERVATIONS_WHOLE:
+        scenario = dataclasses.replace(scenario, observations=OBSERVATIONS_WHOLE)
     try:
         outcome = await run_feed(
             _seeded_feed(scenario, run_id),

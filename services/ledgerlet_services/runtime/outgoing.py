@@ -16,8 +16,10 @@ class Outgoing:
     envelope: Envelope
     #: record headers (trace context), set by the shell
     headers: tuple[tuple[str, bytes], ...] = ()
+    #: how many events it carries (a batch: its members)
+    events: int = 1
 
 
 def routed(emitted: Emitted) -> Outgoing:
     env = emitted.envelope
-    return Outgoing(topic_of(env.type, env.kind), emitted.key.encode(), env)
+    return Outgoing(topic_of(env.type, env.kind), emitted.key.encode(), env, events=emitted.events)

@@ -20,6 +20,7 @@ from ledgerlet_bus.api import Bus, CommitRejected
 from ledgerlet_bus.retry import Stopped, with_backoff
 from ledgerlet_core.contracts.envelope import Envelope, decode_envelope
 from ledgerlet_core.contracts.internal import compact_observation_json
+from ledgerlet_core.contracts.observed import OBSERVED_BATCH, stored_observed
 from ledgerlet_services.runtime.shell import SharedEnvelopes, next_offsets, poll
 from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_services.runtime.topics import ALL_TOPICS
@@ -125,6 +126,9 @@ class RecorderRunner:
 
     def _stored_form(self, env: Envelope) -> Envelope:
         """Derived observations are stored without per-pod stats unless asked for in full."""
+        if env.type == OBSERVED_BATCH:
+            stored = stored_observed(env.data)
+            return env if stored is None else msgspec.structs.replace(env, data=msgspec.Raw(stored))
         if self.full_observations or env.type != "NodeObserved":
             return env
         compact = compact_observation_json(env.data)

@@ -35,6 +35,7 @@ from ledgerlet_bus.api import Bus, BusUnavailable, CommitRejected, Consumer, Pro
 from ledgerlet_bus.retry import Stopped, with_backoff
 from ledgerlet_core.contracts.batch import BATCH, expand
 from ledgerlet_core.contracts.envelope import Envelope, decode_envelope, encode_envelope
+from ledgerlet_core.contracts.observed import BATCH_KEY
 from ledgerlet_core.contracts.topics import OBSERVATIONS
 from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_core.loop.membership import Membership, group_of
@@ -69,7 +70,7 @@ class RunnerStats:
 def _foreign_to(member: Membership) -> Callable[[bytes], bool]:
     """Whether a record keyed so is about a node ``member`` does not own (cached: a fleet
     has thousands of nodes, each observed every pass)."""
-    known: dict[bytes, bool] = {}
+    known: dict[bytes, bool] = {BATCH_KEY.encode(): False}  # (a batch holds every member's nodes)
 
     def foreign(key: bytes) -> bool:
         found = known.get(key)
@@ -207,7 +208,7 @@ class ServiceRunner:
                     return  # stopping: the batch is not committed and will be handled again
                 took = time.perf_counter() - began
                 self.telemetry.batch_done(self.group, outgoing, took)  # (a member by its own group)
-                self.stats.events_out += len(outgoing)
+                self.stats.events_out += sum(o.events for o in outgoing)
                 offsets = self.commit_offsets(records)
                 committed = await self._commit(consumer, offsets)
                 clean = offsets if committed else None

@@ -224,7 +224,7 @@ class Telemetry:
     def batch_done(self, service: str, outgoing: Sequence[Outgoing], seconds: float) -> None:
         if self.meter_provider is None or not outgoing:
             return
-        self._instruments["out"].add(len(outgoing), {"service": service})
+        self._instruments["out"].add(sum(o.events for o in outgoing), {"service": service})
         latency = self._instruments["latency"]
         for o in outgoing:
             if o.envelope.kind == "decision":
