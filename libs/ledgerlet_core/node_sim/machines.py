@@ -22,6 +22,7 @@ from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import PHASE_HOUSEKEEPING, PHASE_TIMERS, ClockTick, NodeObserved, PodStarted
+from ledgerlet_core.contracts.registry import make_envelope, node_stream
 from ledgerlet_core.kubelet.config import KubeletConfig
 from ledgerlet_core.kubelet.eviction.local_storage import has_local_storage_limits
 from ledgerlet_core.kubelet.eviction.manager import node_thresholds
@@ -48,6 +49,7 @@ from ledgerlet_core.node_sim.stats import (
     NodeCapacity,
     PodPlan,
     PodTotals,
+    derive_summary,
     images_in_use,
     node_capacity,
     plan_pod,
@@ -97,6 +99,10 @@ REMOVED_ON_EXIT = frozenset({"Evicted", "Deleted", "ForceDeleted", "Preempted", 
 class Machines:
     """Every node's machine in one run; handlers take the event they fold (pure)."""
 
+    #: the reference path the columns are held to (the property tests set it): a tick's
+    #: derived observations made one at a time, pod by pod, each sent alone and whole
+    one_by_one = False
+
     def __init__(self, owner: str, pods: Mapping[str, Pod], start: Callable[[], datetime]) -> None:
         """``pods``: the cluster view's live mapping of the pods that exist; ``start``: the
         run's wall-clock start (observations carry clock times)."""
@@ -116,6 +122,7 @@ class Machines:
         self.member: Membership | None = None
         #: whether the run keeps its derived observations whole (pods' stats of every node)
         self.whole = False
+
         #: the columns a tick's observations are made from (node_sim/observing.py)
         self._series = SeriesTable()
         self._terms = PodTerms(self._series)
@@ -378,10 +385,40 @@ class Machines:
             else:
                 continue
             self._schedule_kernel(node, env.t, out)
-        if together:
+        if together and self.one_by_one:
+            self._observe_one_by_one(together, places, env, out)
+        elif together:
             for batch in self._observe_together(together, places, env, out.rank):
                 emit_batch(out, batch)
                 yield
+
+    def _observe_one_by_one(self, nodes: list[_Node], places: list[int], tick: Envelope, out: Emitter) -> None:
+        """The reference path: each observation made pod by pod (``derive_summary``) and
+        sent alone, whole, at the place its batch member has (:attr:`one_by_one`)."""
+        t = tick.t
+        for node, place in zip(nodes, places, strict=True):
+            assert node.usage is not None and node.capacity is not None
+            name = node.node.metadata.name
+            summary = derive_summary(
+                name,
+                t,
+                self._clock_text(t),
+                node.usage,
+                node.capacity,
+                node.layout,
+                node.images,
+                node.dead_container_bytes,
+                list(node.plans.values()),
+                self._pods_memory_limit(node),
+                node.memory.stopped(t) if node.memory is not None else None,
+                node.dead_container_log_bytes,
+            )
+            observed = NodeObserved(node=name, summary=summary, source="usage", runtime=self._runtime_view(node))
+            order = [*tick.order, out.rank, place]
+            env = make_envelope(
+                observed, run=tick.run, t=t, order=order, stream=node_stream(name), node=name, causes=[tick.id]
+            )
+            out.emit_batch(env, name, 1)  # (its place was taken already)
 
     def _observe_together(self, nodes: list[_Node], places: list[int], tick: Envelope, rank: int) -> list[Envelope]:
         """The derived observations of ``nodes`` at the tick, as batches (node_sim/observing.py)."""
