@@ -113,7 +113,9 @@ def random_fleet(seed: int, *, nodes: int = 5, seconds: int = 600) -> dict[str, 
                 spec["priorityClassName"] = "high"
             if rng.random() < 0.2:
                 spec["restartPolicy"] = "Never"
-            objects.append({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod, "namespace": "t"}, "spec": spec})
+            objects.append(
+                {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod, "namespace": "t"}, "spec": spec}
+            )
             usage[f"t/{pod}"] = {
                 "memory": _series(rng, 50 * Mi, memory // 3, seconds),
                 "logs": _series(rng, 10 * Mi, disk // 3, seconds),
@@ -136,7 +138,9 @@ def random_fleet(seed: int, *, nodes: int = 5, seconds: int = 600) -> dict[str, 
     )
     usage["t/late"] = {"memory": _series(rng, 100 * Mi, 2 * Gi, seconds), "logs": 50 * Mi}
     victim = rng.choice(names)
-    events.append({"at": rng.randrange(30, seconds), "delete": {"kind": "Pod", "namespace": "t", "name": f"{victim}-p0"}})
+    events.append(
+        {"at": rng.randrange(30, seconds), "delete": {"kind": "Pod", "namespace": "t", "name": f"{victim}-p0"}}
+    )
     off = rng.choice(names)
     down = rng.randrange(60, seconds // 2)
     events.append({"at": down, "powerOff": {"node": off}})
@@ -148,5 +152,11 @@ def random_fleet(seed: int, *, nodes: int = 5, seconds: int = 600) -> dict[str, 
         "apiVersion": "ledgerlet/v1",
         "kind": "Scenario",
         "metadata": {"name": f"random-fleet-{seed}"},
-        "spec": {"duration": f"{seconds}s", "kubeletConfig": config, "objects": objects, "usage": usage, "events": events},
+        "spec": {
+            "duration": f"{seconds}s",
+            "kubeletConfig": config,
+            "objects": objects,
+            "usage": usage,
+            "events": events,
+        },
     }
