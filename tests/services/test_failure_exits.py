@@ -64,11 +64,13 @@ async def test_a_run_leaves_no_task_behind(tmp_path: Path) -> None:
 
 
 async def test_a_slowed_run_completes_with_the_same_log(tmp_path: Path) -> None:
-    """Virtual time never waits on the wall clock: with every loop slowed down and a
-    0.2 s idle timeout (the first step takes longer than that in all), the run still ends,
-    and decides exactly what it decides at full speed."""
+    """Virtual time never waits on the wall clock: with every loop a service runner of its
+    own on the bus (as the distributed stack runs them), each slowed down, and a 0.2 s
+    idle timeout (the first step takes longer than that in all), the run still ends, and
+    decides exactly what it decides at full speed."""
     import time
 
+    from ledgerlet_bus.memory import MemoryBus
     from ledgerlet_core.contracts.decision_log import encode_records, to_records
     from ledgerlet_core.scenario.load import load_scenario
     from ledgerlet_services.runtime import shell
@@ -86,7 +88,7 @@ async def test_a_slowed_run_completes_with_the_same_log(tmp_path: Path) -> None:
     store = await EventStore.open(f"sqlite:///{tmp_path / 'slow.db'}")
     shell.ServiceRunner._handle = slowed  # type: ignore[method-assign]
     try:
-        result = await run_embedded(scenario, store, run="golden", idle_timeout=0.2)
+        result = await run_embedded(scenario, store, run="golden", idle_timeout=0.2, bus=MemoryBus())
     finally:
         shell.ServiceRunner._handle = original  # type: ignore[method-assign]
         await store.close()
@@ -101,16 +103,16 @@ from ledgerlet_services.loops import base
 
 victim, at = sys.argv[4], int(sys.argv[5])
 handled = [0]
-original = base.Loop.handle
+original = base.Loop.react
 
-def handle(self, env, out):
+def react(self, env, out, memo):
     if self.name == victim:
         handled[0] += 1
         if handled[0] == at:
             raise RuntimeError("injected failure")
-    return original(self, env, out)
+    return original(self, env, out, memo)
 
-base.Loop.handle = handle
+base.Loop.react = react
 from ledgerlet_services.app.cli import main
 sys.exit(main(["run", sys.argv[1], "--decisions", sys.argv[2], "--store", sys.argv[3], "--quiet", "--run-id", "f"]))
 """

@@ -89,8 +89,10 @@ class Loop:
     node_scoped: ClassVar[bool] = False
     _routes: ClassVar[dict[str, _Route]]
 
-    def __init__(self) -> None:
-        self.cluster = ClusterView(SHARED_DECODING)
+    def __init__(self, cluster: ClusterView | None = None) -> None:
+        """``cluster``: the view this loop reads, when the loops of a process share one
+        (the embedded engine folds it once per event, runtime/engine.py); else its own."""
+        self.cluster = cluster if cluster is not None else ClusterView(SHARED_DECODING)
 
     def set_membership(self, member: Membership) -> None:
         """Take only ``member``'s share of the work (a split service: loop/membership.py);
@@ -142,7 +144,7 @@ class Loop:
         folds = folds_event(env)
         if route is None and not folds:
             return None
-        decode = route.decode if route is not None else _fold_decoder(env.type)
+        decode = route.decode if route is not None else fold_decoder(env.type)
         if memo is not None and decode in _SHARED_DECODERS:
             data = memo.get(env.id)
             if data is None:
@@ -157,6 +159,20 @@ class Loop:
         if folds:
             self.cluster.settle(env, data)
         return None
+
+    def react(self, env: Envelope, out: Emitter, memo: dict[Any, Any]) -> Iterator[None] | None:
+        """Handle ``env`` with a cluster view someone else folds (the embedded engine,
+        which folds it once for every loop before and after their handlers): no fold here.
+
+        ``memo``: the event's data as each decoder read it (loops share what they read)."""
+        route = self._routes.get(env.type)
+        if route is None or (route.when is not None and not route.when(env)):
+            return None
+        data = memo.get(route.decode)
+        if data is None:
+            data = memo[route.decode] = route.decode(env.data)
+        result = getattr(self, route.method)(env, data, out)
+        return result if isinstance(result, Iterator) else None
 
     def _then_settle(self, steps: Iterator[None], env: Envelope, data: Any, folds: bool) -> Iterator[None]:
         yield from steps
@@ -192,7 +208,7 @@ def _routes(cls: type[Loop]) -> dict[str, _Route]:
             given = _data_annotation(fn)
             if given is not expected:
                 raise TypeError(f"{where} declares its data as {given!r}; {name} gives it {expected!r}")
-            routes[name] = _Route(attr, decode or _fold_decoder(name), when)
+            routes[name] = _Route(attr, decode or fold_decoder(name), when)
     return routes
 
 
@@ -200,7 +216,7 @@ def _routes(cls: type[Loop]) -> dict[str, _Route]:
 _SHARED_DECODERS = frozenset(FOLD_DECODERS.values())
 
 
-def _fold_decoder(name: str) -> Callable[[msgspec.Raw], Any]:
+def fold_decoder(name: str) -> Callable[[msgspec.Raw], Any]:
     """How an event of type ``name`` is read for the cluster view (and so for a loop's
     handler of it, which sees the same data)."""
     return FOLD_DECODERS.get(name) or decoder_for(name)

@@ -8,7 +8,7 @@ and leaves admission to the API server.
 
 from __future__ import annotations
 
-from ledgerlet_core.cluster.view import LiveTaints, NodeObjects
+from ledgerlet_core.cluster.view import ClusterView, LiveTaints, NodeObjects
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.envelope import Envelope
@@ -24,8 +24,8 @@ class ControllerManager(Loop):
     name = "controller-manager"
     topics = (INPUTS, CLOCK, DECISIONS)
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, cluster: ClusterView | None = None) -> None:
+        super().__init__(cluster)
         self.controllers = WorkloadControllers(self.name)
 
     # -- objects -----------------------------------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ledgerlet_core.cluster.view import ClusterView
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.envelope import Envelope
@@ -41,8 +42,8 @@ class EvictionManager(Loop):
     splittable = True
     node_scoped = True
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, cluster: ClusterView | None = None) -> None:
+        super().__init__(cluster)
         self.kubelet = Kubelet(self.name, self.cluster.pods, self.cluster.submitted)
 
     @classmethod

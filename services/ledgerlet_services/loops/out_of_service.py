@@ -5,6 +5,7 @@ went away (node lifecycle, taint eviction, PodGC, attach-detach); the deciding i
 
 from __future__ import annotations
 
+from ledgerlet_core.cluster.view import ClusterView
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.envelope import Envelope
@@ -21,8 +22,8 @@ class OutOfServiceController(Loop):
     name = "out-of-service-controller"
     topics = (INPUTS, CLOCK, DECISIONS)
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, cluster: ClusterView | None = None) -> None:
+        super().__init__(cluster)
         self.controllers = NodeLossControllers(self.name)
 
     @on(inp.ScenarioStarted)

@@ -14,6 +14,7 @@ from typing import Any
 from ledgerlet_core.apiserver.admission import admitted_record
 from ledgerlet_core.apiserver.priority import AdmissionError
 from ledgerlet_core.apiserver.server import ApiServer, not_found
+from ledgerlet_core.cluster.view import ClusterView
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.envelope import Envelope
@@ -46,8 +47,8 @@ class Scheduler(Loop):
     name = "scheduler"
     topics = (INPUTS, CLOCK, DECISIONS)
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, cluster: ClusterView | None = None) -> None:
+        super().__init__(cluster)
         self.apiserver = ApiServer()
         self.scheduler = KubeScheduler(self.name)
         self._submitted: list[_Submitted] = []

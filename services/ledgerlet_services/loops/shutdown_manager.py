@@ -8,6 +8,7 @@ and completes it when the plan's last group ends.
 
 from __future__ import annotations
 
+from ledgerlet_core.cluster.view import ClusterView
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.envelope import Envelope
@@ -23,8 +24,8 @@ class ShutdownManager(Loop):
     name = "shutdown-manager"
     topics = (INPUTS, CLOCK, DECISIONS)
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, cluster: ClusterView | None = None) -> None:
+        super().__init__(cluster)
         self.machine = Machine()
         self.timers = Timers(self.name)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import datetime
 
+from ledgerlet_core.cluster.view import ClusterView
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.envelope import Envelope
@@ -21,8 +22,8 @@ class Collector(Loop):
     name = "stats-collector"
     topics = (INPUTS, CLOCK, DECISIONS)
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, cluster: ClusterView | None = None) -> None:
+        super().__init__(cluster)
         self.machines = Machines(self.name, self.cluster.pods, self._start)
 
     splittable = True

@@ -20,8 +20,9 @@ from ledgerlet_bus.api import Bus, Consumer, Producer
 from ledgerlet_core.contracts import inputs as ev
 from ledgerlet_core.contracts import order
 from ledgerlet_core.contracts.envelope import Envelope, decode_envelope, encode_envelope
-from ledgerlet_core.contracts.internal import ClockTick, TimerSet
+from ledgerlet_core.contracts.internal import ClockTick
 from ledgerlet_core.contracts.registry import decode_data, make_envelope
+from ledgerlet_services.runtime.clock_book import ClockBook
 from ledgerlet_services.runtime.shell import next_offsets
 from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_services.runtime.topics import CLOCK, INPUTS, TIMERS
@@ -78,10 +79,8 @@ class Driver:
         self.idle_timeout = idle_timeout
         self.telemetry = telemetry or Telemetry.disabled()
         self.stats = DriverStats()
-        #: instant -> phase -> the last round at that instant whose handling asked for it
-        #: (-1: asked before the instant): a tick of a phase answers the requests made
-        #: before its round, not those its own handling makes
-        self._timers: dict[int, dict[int, int]] = {}
+        #: what the loops asked for (runtime/clock_book.py)
+        self.book = ClockBook()
         # A group per driver, read from the start: a stack serves run after run, and a driver
         # that takes over a run whose driver was killed must learn every timer the services
         # asked for before (they will not ask again: what they handled is skipped as seen).
@@ -98,7 +97,7 @@ class Driver:
             feed = self.feed
             while True:
                 next_input = feed[0].t if feed else None
-                next_timer = min(self._timers) if self._timers else None
+                next_timer = self.book.next_instant()
                 candidates = [x for x in (next_input, next_timer) if x is not None]
                 if not candidates:
                     break
@@ -191,19 +190,9 @@ class Driver:
         rnd = 0
         earlier = self._ticked.pop(now, [])
         while True:
-            due = sorted({p for at, phases in self._timers.items() if at <= now for p in phases})
-            if rnd < len(earlier):
-                phase = earlier[rnd]
-            elif not due:
+            phase = self.book.phase(now, rnd, earlier)
+            if phase is None:
                 return
-            else:
-                phase = due[0]
-            for at in [at for at in self._timers if at <= now]:
-                asked = self._timers[at]
-                if asked.get(phase, rnd) < rnd:
-                    del asked[phase]
-                if not asked:
-                    del self._timers[at]
             tick = make_envelope(
                 ClockTick(round=rnd, phase=phase), run=self.run_id, t=now, order=[order.CLOCK, rnd], stream="clock"
             )
@@ -227,10 +216,6 @@ class Driver:
             for r in records:
                 env = decode_envelope(r.value)
                 if env.type == "TimerSet" and env.run == self.run_id:
-                    data: TimerSet = decode_data(env)
-                    # (a driver that takes over reads at once what several rounds asked for)
-                    by = env.order[1] if env.t == data.at and env.order[0] == order.CLOCK else -1
-                    asked = self._timers.setdefault(data.at, {})
-                    asked[data.phase] = max(asked.get(data.phase, -1), by)
+                    self.book.asked(env, decode_data(env))
             if records:
                 await timers.commit(next_offsets(records))

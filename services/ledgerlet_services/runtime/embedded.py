@@ -27,6 +27,7 @@ from ledgerlet_core.scenario.load import Scenario
 from ledgerlet_services.loops.base import SHARED_DECODING
 from ledgerlet_services.runtime.catalog import CONTROL_LOOPS
 from ledgerlet_services.runtime.driver import Driver, DriverStats
+from ledgerlet_services.runtime.engine import Engine, LoopFailed
 from ledgerlet_services.runtime.recorder import EventSink, RecorderRunner
 from ledgerlet_services.runtime.shell import ServiceRunner, SharedEnvelopes
 from ledgerlet_services.runtime.telemetry import Telemetry
@@ -163,10 +164,64 @@ async def run_feed(
 
     ``ledgerlet run`` feeds a scenario's inputs and stores; replay and what-if feed the
     inputs a store recorded and collect what the loops derive, to compare
-    (``quiet_nodes``: nodes a quick verification does not observe; ``members``: services
-    split between that many members, each with its own group, as ``ledgerlet service
-    NAME --member I/N`` runs them).
+    (``quiet_nodes``: nodes a quick verification does not observe).
+
+    The loops run in the embedded engine (runtime/engine.py: one cluster view, each event
+    dispatched once), unless a ``bus`` is given or services are split between ``members``
+    (each with its own group, as ``ledgerlet service NAME --member I/N`` runs them): then
+    every loop is a service runner of its own on that in-memory bus, as in the
+    distributed stack (:func:`run_on_bus`).
     """
+    if bus is None and not members:
+        engine = Engine(
+            feed,
+            sink,
+            run=run,
+            duration=duration,
+            progress=progress,
+            telemetry=telemetry,
+            quiet_nodes=quiet_nodes,
+            full_observations=full_observations,
+        )
+        del feed  # (the engine lets each input go once it is handed out)
+        try:
+            done = await engine.run()
+        except LoopFailed as exc:
+            raise ServiceFailed(str(exc)) from exc.__cause__
+        return FeedOutcome(done.driver, done.events_stored, done.service_events, done.service_out)
+    return await run_on_bus(
+        feed,
+        sink,
+        run=run,
+        duration=duration,
+        progress=progress,
+        partitions=partitions,
+        full_observations=full_observations,
+        telemetry=telemetry,
+        bus=bus,
+        idle_timeout=idle_timeout,
+        quiet_nodes=quiet_nodes,
+        members=members,
+    )
+
+
+async def run_on_bus(
+    feed: Sequence[Envelope],
+    sink: EventSink,
+    *,
+    run: str,
+    duration: int,
+    progress: Callable[[int], None] | None = None,
+    partitions: int = 4,
+    full_observations: bool = False,
+    telemetry: Telemetry | None = None,
+    bus: MemoryBus | None = None,
+    idle_timeout: float = IDLE_TIMEOUT,
+    quiet_nodes: frozenset[str] = frozenset(),
+    members: Mapping[str, int] | None = None,
+) -> FeedOutcome:
+    """:func:`run_feed` with every loop a service runner of its own on an in-memory bus,
+    with the recorder and the driver, exactly as the distributed stack runs them."""
     # (a bounded fetch keeps the loops near each other: what they share is kept meanwhile)
     bus = bus or MemoryBus(fetch_max_bytes=FETCH_MAX_BYTES)
     await bus.create_topics(topic_specs(partitions))

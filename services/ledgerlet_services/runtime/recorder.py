@@ -88,7 +88,7 @@ class RecorderRunner:
                 if not records:
                     continue
                 decoded = [(self._decode(r.value, r.topic), r.headers) for r in records]
-                envelopes = [self._stored_form(env) for env, _ in decoded]
+                envelopes = [stored_form(env, full=self.full_observations) for env, _ in decoded]
                 self.received += len(envelopes)
                 stored = await self._append(envelopes)
                 if stored is None:
@@ -124,14 +124,16 @@ class RecorderRunner:
         for t in pending:
             t.cancel()
 
-    def _stored_form(self, env: Envelope) -> Envelope:
-        """Derived observations are stored without per-pod stats unless asked for in full."""
-        if env.type == OBSERVED_BATCH:
-            stored = stored_observed(env.data)
-            return env if stored is None else msgspec.structs.replace(env, data=msgspec.Raw(stored))
-        if self.full_observations or env.type != "NodeObserved":
-            return env
-        compact = compact_observation_json(env.data)
-        if compact is None:
-            return env
-        return msgspec.structs.replace(env, data=msgspec.Raw(compact))
+
+def stored_form(env: Envelope, *, full: bool) -> Envelope:
+    """How an event is stored: derived observations without their pods' stats unless the
+    run keeps them whole (``full``: single observations; a batch says so itself)."""
+    if env.type == OBSERVED_BATCH:
+        stored = stored_observed(env.data)
+        return env if stored is None else msgspec.structs.replace(env, data=msgspec.Raw(stored))
+    if full or env.type != "NodeObserved":
+        return env
+    compact = compact_observation_json(env.data)
+    if compact is None:
+        return env
+    return msgspec.structs.replace(env, data=msgspec.Raw(compact))
