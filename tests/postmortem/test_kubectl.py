@@ -55,7 +55,7 @@ class Served:
     def kubeconfig(self, at: str = "end") -> Path:
         """What ``ledgerlet kubeconfig --at AT`` prints (made once per instant)."""
         if at not in self.configs:
-            self.configs[at] = self.home / f"kubeconfig-{at}"
+            self.configs[at] = self.home / f"kubeconfig-{at.replace(':', '.')}"  # (KUBECONFIG splits at ':')
             self.configs[at].write_text(kubeconfig(self.url, at=at))
         return self.configs[at]
 
@@ -171,6 +171,38 @@ def test_get_events_by_reason_and_every_event_of_the_run(served: Served) -> None
     assert seen == expected and len(listed) == len(expected)
     (pressure,) = [e for e in listed if e["reason"] == "NodeHasDiskPressure"]
     assert pressure["count"] == sum(1 for d in changes if d["data"]["status"] == "True")
+
+
+def _age_seconds(age: str) -> int:
+    """kubectl's short age (``30s``, ``4m50s``, ``5m``) in seconds."""
+    minutes, _, seconds = age.rpartition("m")
+    return int(minutes or 0) * 60 + int(seconds.rstrip("s") or 0)
+
+
+def test_kubectls_own_ages_agree_with_gets_at_a_clock_time(served: Served) -> None:
+    """describe and ``kubectl events`` age by the wall clock; served as now (the
+    kubeconfig's default) they read what ``get`` reads, at an instant given as a time of day."""
+    (evicted,) = served.decisions("PodEvicted")
+    at = (dt.datetime.fromisoformat(evicted["time"]) + dt.timedelta(seconds=30)).strftime("%H:%M:%S")
+    rows = table(served.kubectl("-n", NAMESPACE, "get", "events", "--field-selector", "reason=Evicted", at=at).stdout)
+    (listed,) = [r for r in rows[1:] if r[3] == f"pod/{POD}"]
+    assert listed[0] == "30s"  # LAST SEEN, computed by the server to the instant shown
+    described = served.kubectl("-n", NAMESPACE, "describe", "pod", POD, at=at).stdout.split("\nEvents:\n", 1)[1]
+    age = next(line.split()[2] for line in described.splitlines() if " Evicted " in line)
+    assert 30 <= _age_seconds(age) <= 32, described  # kubectl's own: now minus the timestamp served
+    events = served.kubectl("-n", NAMESPACE, "events", "--for", f"pod/{POD}", at=at).stdout
+    seen = next(line.split()[0] for line in events.splitlines() if " Evicted " in line)
+    assert 30 <= _age_seconds(seen) <= 32, events
+    # the recorded timestamps, as --clock recorded serves them: describe then ages from January
+    recorded = served.home / "kubeconfig-recorded"
+    recorded.write_text(kubeconfig(served.url, at=at, clock="recorded"))
+    done = subprocess.run(
+        ["kubectl", "-n", NAMESPACE, "get", "pod", POD, "-o", "jsonpath={.metadata.creationTimestamp}"],
+        capture_output=True,
+        text=True,
+        env=served.env(recorded),
+    )
+    assert done.stdout == "2026-01-29T09:00:00Z"
 
 
 def test_get_nodes_shows_the_pressure_condition_at_each_instant(served: Served) -> None:
@@ -312,12 +344,23 @@ def test_a_token_reaches_the_server_over_tls_only(tmp_path: Path) -> None:
 def test_kubeconfig_names_what_is_wrong(served: Served) -> None:
     unknown = ledgerlet("kubeconfig", "--server", served.url, "--run", "nope")  # the command, as typed
     assert unknown.returncode == 2 and "--run: no run 'nope'" in unknown.stderr
-    with pytest.raises(InputError, match=r"outside the run \(0s to 25m0s, or end\)"):
+    with pytest.raises(
+        InputError, match=r"outside the run \(2026-01-29T09:00:00Z to 2026-01-29T09:25:00Z, 0s to 25m0s"
+    ):
         kubeconfig(served.url, at="2h")
-    with pytest.raises(InputError, match="neither 'end' nor a duration"):
+    with pytest.raises(InputError, match="is none of end, an offset such as 5m or 90, a time of day"):
         kubeconfig(served.url, at="soon")
+    with pytest.raises(InputError, match="outside the run"):
+        kubeconfig(served.url, at="08:59")
     with pytest.raises(Unreachable, match="cannot reach the audit API"):
         kubeconfig("http://127.0.0.1:9")
     pinned = yaml.safe_load(kubeconfig(served.url, run=RUN[:8], at="90s"))
-    assert pinned["clusters"][0]["cluster"]["server"] == f"{served.url}/k8s/{RUN}/1m30s"
+    assert pinned["clusters"][0]["cluster"]["server"] == f"{served.url}/k8s/{RUN}/1m30s@now"
     assert pinned["current-context"] == pinned["contexts"][0]["name"]
+    # clock time names the same instant; --clock recorded serves the recorded timestamps
+    for at in ("09:01:30", "9:01:30", "2026-01-29T09:01:30Z", "2026-01-29T10:01:30+01:00"):
+        clocked = yaml.safe_load(kubeconfig(served.url, at=at, clock="recorded"))
+        assert clocked["clusters"][0]["cluster"]["server"] == f"{served.url}/k8s/{RUN}/1m30s", at
+    said = ledgerlet("kubeconfig", "--server", served.url, "--at", "09:05")
+    assert said.returncode == 0 and yaml.safe_load(said.stdout)["clusters"][0]["cluster"]["server"].endswith("5m0s@now")
+    assert f"run {RUN} (disk-pressure-fluentd) at 5m0s, 2026-01-29T09:05:00Z; timestamps moved" in said.stderr

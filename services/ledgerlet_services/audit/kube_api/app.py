@@ -28,6 +28,7 @@ from starlette.routing import Route
 
 from ledgerlet_core.model.duration import format_duration
 from ledgerlet_services.audit.kube_api import resources as res
+from ledgerlet_services.audit.kube_api.clock import ShiftedReader, shift_to_now, shifted, split_clock
 from ledgerlet_services.audit.kube_api.meta import (
     ApiError,
     Instant,
@@ -162,7 +163,11 @@ def create_kube_app(audit: Callable[[], Audit], token: str | None) -> Starlette:
                 f"this is a stored run's API: use {PREFIX}/RUN/INSTANT/... (ledgerlet kubeconfig writes the URL)",
             )
         reader = KubeReader(audit())
-        instant = await reader.instant(parts[0], parts[1])
+        at_text, as_now = split_clock(parts[1])
+        instant = await reader.instant(parts[0], at_text)
+        if as_now:  # the instant served as the moment of the request (kube_api/clock.py)
+            seconds = shift_to_now(instant, time.time())
+            reader, instant = ShiftedReader(audit(), seconds), shifted(instant, seconds)
         rest = parts[2:]
         headers = await _run_warning(audit(), instant)
         if not rest:

@@ -111,7 +111,7 @@ class KubeReader:
             started, start = await self.audit.started(run)
         except NotFound as exc:
             raise ApiError(404, "NotFound", str(exc)) from None
-        return Instant(run, start, parse_at(at_text, started.duration), started.duration)
+        return Instant(run, start, parse_at(at_text, start, started.duration), started.duration)
 
     # -- pods ---------------------------------------------------------------------------
     async def pod(self, i: Instant, namespace: str, name: str) -> dict[str, Any] | None:
