@@ -38,6 +38,7 @@ from ledgerlet_services.audit.kube_api.meta import (
     resource_version,
 )
 from ledgerlet_services.audit.kube_api.reader import Change, KubeReader, Query, after_instant
+from ledgerlet_services.audit.kube_api.reviews import review
 from ledgerlet_services.audit.kube_api.selectors import (
     EVENT_ALIASES,
     EVENT_FIELDS,
@@ -213,6 +214,22 @@ def create_kube_app(audit: Callable[[], Audit], token: str | None) -> Starlette:
         request: Request, reader: KubeReader, instant: Instant, target: Target, headers: dict[str, str]
     ) -> Response:
         resource = target.resource
+        if resource.verbs == res.CREATE_ONLY:  # a review the client asks about itself (reviews.py)
+            if request.method != "POST" or target.name or target.subresource:
+                raise ApiError(
+                    405,
+                    "MethodNotAllowed",
+                    f"{resource.name} are created (POST) and answered, never stored or read back",
+                    headers={"Allow": "POST"},
+                )
+            answer = review(
+                resource,
+                await request.body(),
+                target.namespace,
+                authenticated=bool(token),
+                content_type=request.headers.get("content-type", "application/json"),
+            )
+            return JSONResponse(answer, status_code=201, headers=headers)
         if request.method not in READ_METHODS:
             raise _refused(resource, target.name, request.method, instant)
         if target.subresource and target.subresource != "status":

@@ -23,6 +23,7 @@ from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.registry import node_stream
 from ledgerlet_services.audit.kube_api import events as ev
 from ledgerlet_services.audit.kube_api.meta import ApiError, Instant, bad_request, parse_at
+from ledgerlet_services.audit.kube_api.metrics import get_metrics, scan_metrics
 from ledgerlet_services.audit.kube_api.nodes import LEASE_NAMESPACE, NODE_TYPES, STATUS_TYPES, build_node, lease_object
 from ledgerlet_services.audit.kube_api.objects import (
     BUILT_IN_NAMESPACES,
@@ -43,8 +44,13 @@ from ledgerlet_services.audit.kube_api.selectors import (
     node_fields,
     pod_fields,
 )
+from ledgerlet_services.audit.kube_api.workloads import WORKLOAD_KINDS, deployment_replica_set, with_workload_status
 from ledgerlet_services.audit.queries import Audit, NotFound
 from ledgerlet_store.store import StoredEvent, order_key
+
+METRICS_KINDS: Final = ("NodeMetrics", "PodMetrics")
+#: the kinds read from their object streams that live in a namespace
+NAMESPACED_SIMPLE: Final = ("PodDisruptionBudget", "ResourceQuota", *WORKLOAD_KINDS)
 
 #: objects built per store read while listing, and the chunks a page may scan
 CHUNK: Final = 200
@@ -234,19 +240,18 @@ class KubeReader:
             for r in await self.store.read_by_type(["ObjectRejected"], run=i.run, t_to=i.t)
             for cause in r.envelope.causes
         }
-        found = fold_simple((r.envelope for r in rows), rejected, i.t)
+        found = list(fold_simple((r.envelope for r in rows), rejected, i.t).values())
         out: list[tuple[str, dict[str, Any]]] = []
         if kind == "PriorityClass":
             out += [(o["metadata"]["name"], o) for o in system_classes(i)]
-        for s in found.values():
-            obj = simple_object(s, i)
+        objects = [simple_object(s, i) for s in found]
+        if kind == "ReplicaSet":  # and those the Deployments of the instant run
+            objects += [deployment_replica_set(d, i) for _, d in await self._simple(i, "Deployment")]
+        for obj in objects:
             meta = obj.get("metadata", {})
-            key = (
-                f"{meta.get('namespace', 'default')}/{meta.get('name', '')}"
-                if kind in ("PodDisruptionBudget", "ResourceQuota")
-                else meta.get("name", "")
-            )
-            if kind in ("PodDisruptionBudget", "ResourceQuota"):
+            namespaced = kind in NAMESPACED_SIMPLE
+            key = f"{meta.get('namespace', 'default')}/{meta.get('name', '')}" if namespaced else meta.get("name", "")
+            if namespaced:
                 meta.setdefault("namespace", "default")
             out.append((key, obj))
         return sorted(out, key=lambda kv: kv[0])
@@ -259,19 +264,40 @@ class KubeReader:
         self, i: Instant, kind: str, q: Query, after: str | None
     ) -> AsyncIterator[tuple[str, dict[str, Any] | None]]:
         pods_by_ns: dict[str, list[dict[str, Any]]] = {}
-        for key, obj in await self._simple(i, kind):
+        nodes: list[dict[str, Any]] | None = None
+        found = await self._simple(i, kind)
+        for key, obj in found:
             if after is not None and key <= after:
                 continue
             ns = obj.get("metadata", {}).get("namespace")
             if q.namespace and ns != q.namespace:
                 continue
+            if kind in NAMESPACED_SIMPLE and ns and ns not in pods_by_ns:
+                pods_by_ns[ns] = await self._namespace_pods(i, ns)
             if kind in ("PodDisruptionBudget", "ResourceQuota") and ns:
-                if ns not in pods_by_ns:
-                    pods_by_ns[ns] = await self._namespace_pods(i, ns)
                 obj = (with_budget_status if kind == "PodDisruptionBudget" else with_quota_status)(obj, pods_by_ns[ns])
+            elif kind in WORKLOAD_KINDS and ns:
+                if kind == "DaemonSet" and nodes is None:
+                    everything = Query(None, LabelSelector(), FieldSelector())
+                    nodes = [n async for _, n in self.scan_nodes(i, everything, None) if n is not None]
+                owned_by = await self._replica_sets_of(i, obj) if kind == "Deployment" else ()
+                obj = with_workload_status(obj, pods_by_ns[ns], nodes or [], i, owned_by)
             meta = obj.get("metadata", {})
             fields = {"metadata.name": meta.get("name", ""), "metadata.namespace": meta.get("namespace", "")}
             yield key, obj if _matches(obj, q, fields) else None
+
+    async def _replica_sets_of(self, i: Instant, deployment: dict[str, Any]) -> list[str]:
+        """The names of a Deployment's ReplicaSets: the one it runs, and stored ones it owns."""
+        meta = deployment.get("metadata", {})
+        names = []
+        for _, rs in await self._simple(i, "ReplicaSet"):
+            rs_meta = rs.get("metadata", {})
+            refs = rs_meta.get("ownerReferences") or []
+            if rs_meta.get("namespace") == meta.get("namespace") and any(
+                r.get("kind") == "Deployment" and r.get("name") == meta.get("name") for r in refs
+            ):
+                names.append(str(rs_meta.get("name", "")))
+        return names
 
     # -- events -------------------------------------------------------------------------
     async def _pod_specs(self, i: Instant, pods: Sequence[str], t_to: int) -> list[ev.EventSpec]:
@@ -386,6 +412,8 @@ class KubeReader:
         if resource.kind == "Lease":
             node = await self.node(i, name) if namespace == LEASE_NAMESPACE else None
             return lease_object(node, i) if node is not None else None
+        if resource.kind in METRICS_KINDS:
+            return await get_metrics(self, resource.kind, i, namespace, name)
         key = f"{namespace}/{name}" if resource.namespaced else name
         q = Query(namespace or None, LabelSelector(), FieldSelector())
         async for k, obj in self.scan_simple(i, resource.kind, q, None):
@@ -408,6 +436,8 @@ class KubeReader:
             return self.scan_events(i, q, after, v1=bool(resource.group))
         if resource.kind == "Lease":
             return self.scan_leases(i, q, after)
+        if resource.kind in METRICS_KINDS:
+            return scan_metrics(self, resource.kind, i, q, after, CHUNK if limit is None else min(CHUNK, limit + 1))
         return self.scan_simple(i, resource.kind, q, after)
 
     async def page(
