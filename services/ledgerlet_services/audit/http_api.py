@@ -32,6 +32,7 @@ from ledgerlet_services.audit import api_models as api
 from ledgerlet_services.audit.api_contract import PROBLEM, ApiMetrics, with_problem_responses
 from ledgerlet_services.audit.kube_api.app import PREFIX as KUBE_PREFIX
 from ledgerlet_services.audit.kube_api.app import create_kube_app
+from ledgerlet_services.audit.kube_api.root import add_root_routes
 from ledgerlet_services.audit.queries import DEFAULT_PAGE, MAX_PAGE, Audit, BadCursor, BadFilter, NotFound
 from ledgerlet_store.store import EventStore
 
@@ -325,6 +326,8 @@ def create_app(
         return {"run": run, "node": name, "events": events}
 
     # kubectl against the past: the Kubernetes API over the same store, behind the same token
+    # (and at the root what kubectl asks there: /version, discovery, OpenAPI)
+    add_root_routes(app, token)
     app.mount(KUBE_PREFIX, create_kube_app(lambda: _audit_of(app), token))
     return app
 
