@@ -44,7 +44,12 @@ from ledgerlet_services.audit.kube_api.selectors import (
     node_fields,
     pod_fields,
 )
-from ledgerlet_services.audit.kube_api.workloads import WORKLOAD_KINDS, deployment_replica_set, with_workload_status
+from ledgerlet_services.audit.kube_api.workloads import (
+    WORKLOAD_KINDS,
+    deployment_replica_set,
+    replica_sets_of,
+    with_workload_status,
+)
 from ledgerlet_services.audit.queries import Audit, NotFound
 from ledgerlet_store.store import StoredEvent, order_key
 
@@ -266,6 +271,7 @@ class KubeReader:
         pods_by_ns: dict[str, list[dict[str, Any]]] = {}
         nodes: list[dict[str, Any]] | None = None
         found = await self._simple(i, kind)
+        replica_sets = [rs for _, rs in await self._simple(i, "ReplicaSet")] if kind == "Deployment" else []
         for key, obj in found:
             if after is not None and key <= after:
                 continue
@@ -280,24 +286,11 @@ class KubeReader:
                 if kind == "DaemonSet" and nodes is None:
                     everything = Query(None, LabelSelector(), FieldSelector())
                     nodes = [n async for _, n in self.scan_nodes(i, everything, None) if n is not None]
-                owned_by = await self._replica_sets_of(i, obj) if kind == "Deployment" else ()
+                owned_by = replica_sets_of(obj, replica_sets) if kind == "Deployment" else ()
                 obj = with_workload_status(obj, pods_by_ns[ns], nodes or [], i, owned_by)
             meta = obj.get("metadata", {})
             fields = {"metadata.name": meta.get("name", ""), "metadata.namespace": meta.get("namespace", "")}
             yield key, obj if _matches(obj, q, fields) else None
-
-    async def _replica_sets_of(self, i: Instant, deployment: dict[str, Any]) -> list[str]:
-        """The names of a Deployment's ReplicaSets: the one it runs, and stored ones it owns."""
-        meta = deployment.get("metadata", {})
-        names = []
-        for _, rs in await self._simple(i, "ReplicaSet"):
-            rs_meta = rs.get("metadata", {})
-            refs = rs_meta.get("ownerReferences") or []
-            if rs_meta.get("namespace") == meta.get("namespace") and any(
-                r.get("kind") == "Deployment" and r.get("name") == meta.get("name") for r in refs
-            ):
-                names.append(str(rs_meta.get("name", "")))
-        return names
 
     # -- events -------------------------------------------------------------------------
     async def _pod_specs(self, i: Instant, pods: Sequence[str], t_to: int) -> list[ev.EventSpec]:

@@ -77,6 +77,21 @@ def deployment_replica_set(deployment: Mapping[str, Any], instant: Instant) -> d
     return rs
 
 
+def replica_sets_of(deployment: Mapping[str, Any], replica_sets: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The names of a Deployment's ReplicaSets among ``replica_sets`` (those that name it
+    their owner: the one it runs, and any stored with it as owner)."""
+    meta = _meta(deployment)
+    return [
+        str(_meta(rs).get("name", ""))
+        for rs in replica_sets
+        if _meta(rs).get("namespace") == meta.get("namespace")
+        and any(
+            r.get("kind") == "Deployment" and r.get("name") == meta.get("name")
+            for r in _meta(rs).get("ownerReferences") or []
+        )
+    ]
+
+
 def _replicas(obj: Mapping[str, Any]) -> int:
     value = obj.get("spec", {}).get("replicas")
     return int(value) if isinstance(value, int) else 1
