@@ -8,15 +8,25 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
+from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.contracts.registry import decode_data
+from ledgerlet_core.model.duration import SECOND
+from ledgerlet_core.model.quantity import parse_quantity
+from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.audit.http_api import create_app
 from ledgerlet_services.audit.kube_api import openapi_gen
 from ledgerlet_services.audit.kube_api import protobuf as pb
+from ledgerlet_services.audit.kube_api.metrics import stored_pods
 from ledgerlet_services.audit.kube_api.openapi import V2_PROTOBUF, definitions, v2_document
+from ledgerlet_services.runtime.embedded import run_embedded
+from ledgerlet_store.store import EventStore
+from tests.conftest import EXAMPLES
 from tests.postmortem.conftest import RUN, record
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
@@ -207,3 +217,44 @@ def test_definitions_come_back_from_json_schema_as_openapi_v2() -> None:
     assert found["io.k8s.apimachinery.pkg.api.resource.Quantity"] == {"type": "string"}
     with pytest.raises(KeyError, match=re.escape("no definition 'io.k8s.api.core.v1.Pod'")):
         openapi_gen.closure(source, ["io.k8s.api.core.v1.Pod"])
+
+
+def test_pod_metrics_worked_out_again_equal_those_stored_whole(tmp_path: Path) -> None:
+    """The incident twice: observations stored without their pods (the default) and whole
+    (``--store-observations full``, told as changes after the first). What ``kubectl top``
+    is answered from the first is worked out again from the inputs; from the second, read."""
+    dsn = f"sqlite:///{tmp_path / 'events.db'}"
+    incident = load_scenario((EXAMPLES / "disk-pressure-fluentd.yaml").read_text(), "disk-pressure-fluentd.yaml")
+
+    async def record_both() -> tuple[list[Envelope], list[Envelope]]:
+        async with await EventStore.open(dsn) as store:
+            await run_embedded(incident, store, run="whole", full_observations=True)
+            await run_embedded(incident, store, run="node")
+            out = []
+            for run in ("whole", "node"):
+                rows = await store.read_stream_window(run, "node/k8s-m1", types=["NodeObserved"], t_to=299 * SECOND)
+                out.append([r.envelope for r in rows])
+            return out[0], out[1]
+
+    whole, node = asyncio.run(record_both())
+    assert any(decode_data(e).pods_delta for e in whole)  # folded forward, not only read
+    stored = stored_pods(whole)
+    assert stored is not None and stored_pods(node) is None
+    with TestClient(create_app(dsn)) as c:
+        path = "/apis/metrics.k8s.io/v1beta1/namespaces/kube-system/pods"
+        read = c.get(f"/k8s/whole/4m59s{path}").json()["items"]
+        derived = c.get(f"/k8s/node/4m59s{path}").json()["items"]
+        assert read == derived and len(read) == 8
+        fluentd = next(p for p in read if p["metadata"]["name"] == "fluentd-elasticsearch-wk8xc")
+        memory = stored["kube-system/fluentd-elasticsearch-wk8xc"]["fluentd-elasticsearch"]
+        (container,) = fluentd["containers"]
+        assert container["name"] == "fluentd-elasticsearch" and set(container["usage"]) == {"memory"}
+        assert parse_quantity(container["usage"]["memory"]).value() == memory > 0
+        assert fluentd["timestamp"] == "2026-01-29T09:04:50Z" and fluentd["window"] == "10s"
+        node_metrics = c.get("/k8s/node/4m59s/apis/metrics.k8s.io/v1beta1/nodes/k8s-m1").json()
+        observed = decode_data(node[-1]).summary.node.memory.working_set_bytes  # the node's, as stored
+        assert (
+            node_metrics["kind"] == "NodeMetrics"
+            and parse_quantity(node_metrics["usage"]["memory"]).value() == observed
+        )
+        assert "cpu" not in node_metrics["usage"]  # not modelled, so not made up

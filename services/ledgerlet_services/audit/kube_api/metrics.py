@@ -6,12 +6,14 @@ or before the instant (one housekeeping pass of its eviction manager, the Summar
 
 * a node's ``memory`` is that observation's node working set, as stored;
 * a pod's ``memory`` is its containers' working sets in that observation. A recorded
-  (``stats``) observation is stored whole and read as it is. A derived one (closed loop)
-  is stored without its pods unless ``--store-observations full``; its pods' stats are a
-  pure function of the stored inputs, so they are worked out again here the way the
-  stats collector worked them out (``node_sim/stats.plan_pod``: the pod's ``usage``
-  series, evaluated at the observation's instant), a container not running then (waiting
-  to restart after an OOM kill, or terminated) holding none.
+  (``stats``) observation is stored whole and read as it is; a derived one (closed loop)
+  stored with ``--store-observations full`` is read too, folded forward from the last one
+  stored whole (the rest are told as changes). Otherwise a derived observation is stored
+  without its pods; their stats are a pure function of the stored inputs, so they are
+  worked out again here the way the stats collector worked them out
+  (``node_sim/stats.plan_pod``: the pod's ``usage`` series, evaluated at the
+  observation's instant), a container not running then (waiting to restart after an OOM
+  kill, or terminated) holding none.
 
 ledgerlet models no CPU use: ``usage`` carries ``memory`` only (kubectl then prints
 ``0m`` for CPU). Only running pods are listed, as metrics-server lists them;
@@ -22,7 +24,7 @@ observation before it (its housekeeping interval).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from ledgerlet_core.contracts.envelope import Envelope
@@ -32,6 +34,7 @@ from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.duration import SECOND, format_duration
 from ledgerlet_core.model.k8s.objects import Pod
 from ledgerlet_core.model.quantity import Format, Quantity
+from ledgerlet_core.model.summary import PodStats
 from ledgerlet_core.model.usage import PodUsage, parse_pod_usage
 from ledgerlet_core.node_sim.stats import plan_pod
 from ledgerlet_services.audit.kube_api.meta import Instant, rfc3339
@@ -44,22 +47,42 @@ LOOKBACK: Final = 5 * 60 * SECOND
 NANO: Final = 10**9
 
 
+def _working_sets(pod: PodStats) -> dict[str, int]:
+    return {c.name: (c.memory.working_set_bytes or 0) if c.memory else 0 for c in pod.containers}
+
+
 class Observation:
     """A node's last observation at or before an instant, and its pods' working sets."""
 
-    def __init__(self, env: Envelope, previous_t: int | None) -> None:
+    def __init__(self, env: Envelope, previous_t: int | None, pods: dict[str, dict[str, int]] | None) -> None:
         data = decode_data(env)
         self.t = env.t
         self.window = env.t - previous_t if previous_t is not None else 10 * SECOND
         self.node_memory = data.summary.node.memory.working_set_bytes if data.summary.node.memory else None
-        self.derived = data.source == "usage"
-        #: pod key -> container name -> working set, for an observation stored with its pods
-        self.pods: dict[str, dict[str, int]] | None = None
-        if not data.pods_omitted and not data.pods_delta:
-            self.pods = {
-                p.key: {c.name: (c.memory.working_set_bytes or 0) if c.memory else 0 for c in p.containers}
-                for p in data.summary.pods
-            }
+        #: pod key -> container name -> working set, when the run stored the observation's
+        #: pods (None: stored without them, to be worked out again)
+        self.pods = pods
+
+
+def stored_pods(observations: Sequence[Envelope]) -> dict[str, dict[str, int]] | None:
+    """The pods of the last of a node's ``observations`` (in order), as stored: whole, or
+    as a change from the one before (``NodeObserved.podsDelta``), folded forward from the
+    last one stored whole; None if it was stored without them (or no whole one precedes)."""
+    decoded = [decode_data(e) for e in observations]
+    if not decoded or decoded[-1].pods_omitted:
+        return None
+    whole = max((n for n, d in enumerate(decoded) if not d.pods_omitted and not d.pods_delta), default=None)
+    if whole is None:
+        return None
+    pods = {p.key: _working_sets(p) for p in decoded[whole].summary.pods}
+    for d in decoded[whole + 1 :]:
+        if d.pods_omitted or not d.pods_delta:
+            return None  # (a run stores all its observations one way)
+        for key, changed in d.pods_changed.items():
+            pods[key] = _working_sets(changed)
+        for key in d.pods_gone:
+            pods.pop(key, None)
+    return pods
 
 
 def _usage_for(pod: Pod, entries: Mapping[str, dict[str, Any]]) -> PodUsage | None:
@@ -100,13 +123,25 @@ class MetricsReader:
 
     async def observation(self, node: str) -> Observation | None:
         if node not in self._observations:
-            rows = await self.reader.store.read_stream_window(
-                self.i.run, node_stream(node), types=["NodeObserved"], t_from=max(0, self.i.t - LOOKBACK), t_to=self.i.t
-            )
-            last = rows[-1].envelope if rows else None
-            before = rows[-2].envelope.t if len(rows) > 1 else None
-            self._observations[node] = Observation(last, before) if last is not None else None
+            self._observations[node] = await self._observation(node)
         return self._observations[node]
+
+    async def _observation(self, node: str) -> Observation | None:
+        async def read(t_from: int) -> list[Envelope]:
+            rows = await self.reader.store.read_stream_window(
+                self.i.run, node_stream(node), types=["NodeObserved"], t_from=t_from, t_to=self.i.t
+            )
+            return [r.envelope for r in rows]
+
+        found = await read(max(0, self.i.t - LOOKBACK))
+        if not found:
+            return None
+        pods = stored_pods(found)
+        if pods is None and not decode_data(found[-1]).pods_omitted and found[0].t > 0:
+            found = await read(0)  # told as changes since a whole one older than the window
+            pods = stored_pods(found)
+        before = found[-2].t if len(found) > 1 else None
+        return Observation(found[-1], before, pods)
 
     async def usage(self) -> Mapping[str, dict[str, Any]]:
         if self._usage is None:
