@@ -13,11 +13,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-## run: the fluentd DiskPressure post-mortem, then a memory-pressure scenario, on the embedded default
+## run: a memory-pressure scenario, then the fluentd DiskPressure post-mortem, on the embedded default.
+## Both are stored where every read command looks by default (LEDGERLET_STORE, else ledgerlet.db
+## here), the fluentd incident last: it is the newest run, the one `ledgerlet explain/replay/report`
+## read when no --run is given, as the README's post-mortem section does.
 run: $(STAMP)
 	mkdir -p $(OUT)
-	$(BIN)/ledgerlet run examples/disk-pressure-fluentd.yaml --decisions $(OUT)/disk-pressure-fluentd.jsonl --store sqlite:///$(OUT)/ledgerlet.db
-	$(BIN)/ledgerlet run examples/memory-pressure.yaml --decisions $(OUT)/memory-pressure.jsonl --store sqlite:///$(OUT)/ledgerlet.db
+	$(BIN)/ledgerlet run examples/memory-pressure.yaml --decisions $(OUT)/memory-pressure.jsonl
+	$(BIN)/ledgerlet run examples/disk-pressure-fluentd.yaml --decisions $(OUT)/disk-pressure-fluentd.jsonl
+	@echo "next: . $(BIN)/activate (puts ledgerlet on PATH), then the README's 'After an incident': ledgerlet runs"
 
 ## test: lint, format, types, import contracts, schema drift, then the test suite
 ## (in TEST_WORKERS processes, each test file whole in one: its module fixtures, such as
@@ -75,5 +79,6 @@ up:
 compose-test: $(STAMP)
 	$(BIN)/pytest -q tests/compose
 
+## clean: the decision logs and caches (never a store: ledgerlet.db keeps its runs; delete it yourself)
 clean:
 	rm -rf $(OUT) .pytest_cache .mypy_cache .ruff_cache

@@ -53,6 +53,23 @@ def test_filters(client: TestClient) -> None:
     assert client.get("/v1/runs/latest/decisions", params={"node": "nope"}).json()["items"] == []
 
 
+def test_windows_take_clock_time_as_well_as_offsets(client: TestClient) -> None:
+    def window(**bounds: object) -> list[str]:
+        answer = client.get("/v1/runs/latest/decisions", params={**bounds, "limit": 1000})
+        assert answer.status_code == 200, answer.text
+        return [d["id"] for d in answer.json()["items"]]
+
+    by_seconds = window(**{"from": 260, "to": 300})
+    assert by_seconds
+    for start, end in (("09:04:20", "09:05"), ("2026-01-29T09:04:20Z", "2026-01-29T10:05:00+01:00"), ("4m20s", "5m")):
+        assert window(**{"from": start, "to": end}) == by_seconds, (start, end)
+    timeline = client.get("/v1/runs/latest/nodes/k8s-m1/timeline", params={"from": "09:05", "to": "09:05"}).json()
+    assert timeline["events"] and {e["time"] for e in timeline["events"]} == {"2026-01-29T09:05:00Z"}
+    bad = client.get("/v1/runs/latest/decisions", params={"to": "25:00"})
+    assert bad.status_code == 400 and bad.headers["content-type"] == "application/problem+json"
+    assert "to: '25:00' is none of end, an offset such as 5m or 90, a time of day" in bad.json()["detail"]
+
+
 def test_one_decision_with_its_inputs(client: TestClient) -> None:
     evicted = client.get("/v1/runs/latest/decisions", params={"type": "PodEvicted"}).json()["items"][0]
     body = client.get(f"/v1/runs/latest/decisions/{evicted['id']}").json()

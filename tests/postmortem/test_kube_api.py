@@ -6,7 +6,9 @@ written down here."""
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -90,6 +92,33 @@ def test_the_evicted_pod_before_at_and_after_its_eviction(kube: TestClient) -> N
         assert (target["status"], target["reason"]) == ("True", "TerminationByKubelet")
         assert target["lastTransitionTime"] == evicted["time"]
         assert pod["metadata"]["uid"] and pod["spec"]["nodeName"] == evicted["node"]
+
+
+def test_an_instant_in_clock_time_and_served_as_now(kube: TestClient) -> None:
+    """``/k8s/RUN/09:05/...`` is ``5m``; ``@now`` moves every timestamp by one whole
+    number of seconds so that the instant reads as the request's moment."""
+    (evicted,) = decisions(kube, RUN, "PodEvicted")
+    by_offset = kube.get(k8s(RUN, "5m", pod_path(EVICTED))).json()
+    for at in ("09:05", "09:05:00Z", "2026-01-29T09:05:00Z", "2026-01-29T10:05:00+01:00", "300"):
+        assert kube.get(k8s(RUN, at, pod_path(EVICTED))).json() == by_offset, at
+    refused = kube.get(k8s(RUN, "08:00", pod_path(EVICTED)))
+    assert refused.status_code == 404 and "outside the run" in refused.json()["message"]
+    before = time.time()
+    moved = kube.get(k8s(RUN, "5m@now", pod_path(EVICTED))).json()
+    after = time.time()
+    (target,) = [c for c in moved["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+    shown = dt.datetime.fromisoformat(target["lastTransitionTime"]).timestamp()  # the eviction: the instant shown
+    assert before - 1 <= shown <= after
+    recorded_created = dt.datetime.fromisoformat(by_offset["metadata"]["creationTimestamp"]).timestamp()
+    moved_created = dt.datetime.fromisoformat(moved["metadata"]["creationTimestamp"]).timestamp()
+    assert moved_created - recorded_created == shown - dt.datetime.fromisoformat(evicted["time"]).timestamp()
+    assert {k: v for k, v in moved.items() if k != "metadata" and k != "status"} == {
+        k: v for k, v in by_offset.items() if k != "metadata" and k != "status"
+    }
+    rows = kube.get(k8s(RUN, "5m@now", "/api/v1/namespaces/kube-system/pods"), headers={"Accept": TABLE}).json()
+    age = [c["name"] for c in rows["columnDefinitions"]].index("Age")
+    ages = {r["cells"][0]: r["cells"][age] for r in rows["rows"]}
+    assert ages[EVICTED.split("/")[1]] == "5m"  # the server's AGE is the same either way
 
 
 def test_pods_exist_from_admission_and_a_refused_one_says_why(kube: TestClient) -> None:

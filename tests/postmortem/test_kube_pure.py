@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from ledgerlet_core.model.duration import SECOND
@@ -56,12 +58,13 @@ def test_ages_read_as_kubectls(seconds: int, text: str) -> None:
     assert human_duration(seconds) == text
 
 
-def test_instants_are_end_or_a_duration_within_the_run() -> None:
-    run = 1500 * SECOND
-    assert parse_at("end", run) == run
-    assert parse_at("5m", run) == 300 * SECOND
-    assert parse_at("1m30s", run) == 90 * SECOND
-    for bad in ("26m", "-1s", "soon", ""):
+def test_instants_are_end_a_duration_or_a_clock_time_within_the_run() -> None:
+    run, start = 1500 * SECOND, datetime(2026, 1, 29, 9, 0, tzinfo=UTC)
+    assert parse_at("end", start, run) == run
+    assert parse_at("5m", start, run) == 300 * SECOND
+    assert parse_at("1m30s", start, run) == 90 * SECOND
+    assert parse_at("09:05", start, run) == parse_at("2026-01-29T09:05:00Z", start, run) == 300 * SECOND
+    for bad in ("26m", "-1s", "soon", "", "09:26", "2026-01-28T09:05:00Z"):
         with pytest.raises(ApiError) as caught:
-            parse_at(bad, run)
+            parse_at(bad, start, run)
         assert caught.value.code == 404

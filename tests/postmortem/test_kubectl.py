@@ -11,6 +11,7 @@ import contextlib
 import datetime as dt
 import ipaddress
 import itertools
+import json
 import os
 import queue
 import shutil
@@ -34,7 +35,9 @@ from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.app.kube_context import Unreachable, kubeconfig
 from ledgerlet_services.app.recording_import import import_files
-from tests.conftest import fresh_pg_database
+from ledgerlet_services.runtime.embedded import run_embedded
+from ledgerlet_store.store import EventStore
+from tests.conftest import EXAMPLES, fresh_pg_database
 from tests.postmortem.conftest import EVICTED, RUN, record
 from tests.support.audit_server import ledgerlet, serving
 
@@ -52,20 +55,23 @@ class Served:
         answer = httpx.get(f"{self.url}/v1/runs/{RUN}/decisions", params={"type": kind, "limit": 1000})
         return list(answer.json()["items"])
 
-    def kubeconfig(self, at: str = "end") -> Path:
-        """What ``ledgerlet kubeconfig --at AT`` prints (made once per instant)."""
-        if at not in self.configs:
-            self.configs[at] = self.home / f"kubeconfig-{at}"
-            self.configs[at].write_text(kubeconfig(self.url, at=at))
-        return self.configs[at]
+    def kubeconfig(self, at: str = "end", run: str | None = None) -> Path:
+        """What ``ledgerlet kubeconfig [--run RUN] --at AT`` prints (made once per instant)."""
+        key = f"{run or 'latest'}-{at}"
+        if key not in self.configs:
+            self.configs[key] = self.home / f"kubeconfig-{key.replace(':', '.')}"  # (KUBECONFIG splits at ':')
+            self.configs[key].write_text(kubeconfig(self.url, run=run, at=at))
+        return self.configs[key]
 
     def env(self, config: Path) -> dict[str, str]:
         # kubectl's discovery cache lives under HOME: one of the test's own
         return {**os.environ, "HOME": str(self.home), "KUBECONFIG": str(config)}
 
-    def kubectl(self, *args: str, at: str = "end", ok: bool = True) -> subprocess.CompletedProcess[str]:
+    def kubectl(
+        self, *args: str, at: str = "end", ok: bool = True, run: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
         done = subprocess.run(
-            ["kubectl", *args], capture_output=True, text=True, timeout=60, env=self.env(self.kubeconfig(at))
+            ["kubectl", *args], capture_output=True, text=True, timeout=60, env=self.env(self.kubeconfig(at, run))
         )
         if ok:
             assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr}"
@@ -83,15 +89,61 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     home = tmp_path_factory.mktemp("kubectl-home")
     if request.param == "sqlite":
         dsn = f"sqlite:///{home / 'events.db'}"
-        asyncio.run(record(dsn))
+        asyncio.run(_record_all(dsn))
         with serving(dsn) as url:
             yield Served(url, home)
         return
     request.getfixturevalue("pg_server")
     with fresh_pg_database() as dsn:
-        asyncio.run(record(dsn))
+        asyncio.run(_record_all(dsn))
         with serving(dsn) as url:
             yield Served(url, home)
+
+
+#: a run of every workload kind, and the incident again with every observation stored whole
+WORKLOADS, FULL = "workloads", "incident-stored-whole"
+WORKLOADS_SCENARIO = """
+apiVersion: ledgerlet/v1
+kind: Scenario
+metadata: {name: workloads}
+spec:
+  duration: 2m
+  objects:
+    - {apiVersion: v1, kind: Node, metadata: {name: n1, labels: {pool: a}}, status: {capacity: {cpu: "8"}}}
+    - {apiVersion: v1, kind: Node, metadata: {name: n2, labels: {pool: b}}, status: {capacity: {cpu: "8"}}}
+    - apiVersion: apps/v1
+      kind: Deployment
+      metadata: {name: web}
+      spec:
+        replicas: 2
+        selector: {matchLabels: {app: web}}
+        template: {metadata: {labels: {app: web}}, spec: {containers: [{name: web, image: "nginx:1.27"}]}}
+    - apiVersion: apps/v1
+      kind: DaemonSet
+      metadata: {name: agent, namespace: kube-system}
+      spec: {template: {metadata: {labels: {app: agent}}, spec: {nodeSelector: {pool: a}, containers: [{name: agent}]}}}
+    - apiVersion: apps/v1
+      kind: StatefulSet
+      metadata: {name: db}
+      spec: {replicas: 2, serviceName: db, template: {metadata: {labels: {app: db}}, spec: {containers: [{name: db}]}}}
+  events:
+    - at: 10s
+      apply:
+        apiVersion: batch/v1
+        kind: Job
+        metadata: {name: once}
+        spec: {template: {spec: {restartPolicy: Never, containers: [{name: task}]}}}
+"""
+
+
+async def _record_all(dsn: str) -> None:
+    """The workloads and the incident stored whole first; the incident (RUN) last, the newest."""
+    scenario = load_scenario(WORKLOADS_SCENARIO, "workloads.yaml")
+    incident = load_scenario((EXAMPLES / "disk-pressure-fluentd.yaml").read_text(), "disk-pressure-fluentd.yaml")
+    async with await EventStore.open(dsn) as store:
+        await run_embedded(scenario, store, run=WORKLOADS)
+        await run_embedded(incident, store, run=FULL, full_observations=True)
+    await record(dsn)
 
 
 def table(text: str) -> list[list[str]]:
@@ -171,6 +223,38 @@ def test_get_events_by_reason_and_every_event_of_the_run(served: Served) -> None
     assert seen == expected and len(listed) == len(expected)
     (pressure,) = [e for e in listed if e["reason"] == "NodeHasDiskPressure"]
     assert pressure["count"] == sum(1 for d in changes if d["data"]["status"] == "True")
+
+
+def _age_seconds(age: str) -> int:
+    """kubectl's short age (``30s``, ``4m50s``, ``5m``) in seconds."""
+    minutes, _, seconds = age.rpartition("m")
+    return int(minutes or 0) * 60 + int(seconds.rstrip("s") or 0)
+
+
+def test_kubectls_own_ages_agree_with_gets_at_a_clock_time(served: Served) -> None:
+    """describe and ``kubectl events`` age by the wall clock; served as now (the
+    kubeconfig's default) they read what ``get`` reads, at an instant given as a time of day."""
+    (evicted,) = served.decisions("PodEvicted")
+    at = (dt.datetime.fromisoformat(evicted["time"]) + dt.timedelta(seconds=30)).strftime("%H:%M:%S")
+    rows = table(served.kubectl("-n", NAMESPACE, "get", "events", "--field-selector", "reason=Evicted", at=at).stdout)
+    (listed,) = [r for r in rows[1:] if r[3] == f"pod/{POD}"]
+    assert listed[0] == "30s"  # LAST SEEN, computed by the server to the instant shown
+    described = served.kubectl("-n", NAMESPACE, "describe", "pod", POD, at=at).stdout.split("\nEvents:\n", 1)[1]
+    age = next(line.split()[2] for line in described.splitlines() if " Evicted " in line)
+    assert 30 <= _age_seconds(age) <= 32, described  # kubectl's own: now minus the timestamp served
+    events = served.kubectl("-n", NAMESPACE, "events", "--for", f"pod/{POD}", at=at).stdout
+    seen = next(line.split()[0] for line in events.splitlines() if " Evicted " in line)
+    assert 30 <= _age_seconds(seen) <= 32, events
+    # the recorded timestamps, as --clock recorded serves them: describe then ages from January
+    recorded = served.home / "kubeconfig-recorded"
+    recorded.write_text(kubeconfig(served.url, at=at, clock="recorded"))
+    done = subprocess.run(
+        ["kubectl", "-n", NAMESPACE, "get", "pod", POD, "-o", "jsonpath={.metadata.creationTimestamp}"],
+        capture_output=True,
+        text=True,
+        env=served.env(recorded),
+    )
+    assert done.stdout == "2026-01-29T09:00:00Z"
 
 
 def test_get_nodes_shows_the_pressure_condition_at_each_instant(served: Served) -> None:
@@ -312,12 +396,129 @@ def test_a_token_reaches_the_server_over_tls_only(tmp_path: Path) -> None:
 def test_kubeconfig_names_what_is_wrong(served: Served) -> None:
     unknown = ledgerlet("kubeconfig", "--server", served.url, "--run", "nope")  # the command, as typed
     assert unknown.returncode == 2 and "--run: no run 'nope'" in unknown.stderr
-    with pytest.raises(InputError, match=r"outside the run \(0s to 25m0s, or end\)"):
+    with pytest.raises(
+        InputError, match=r"outside the run \(2026-01-29T09:00:00Z to 2026-01-29T09:25:00Z, 0s to 25m0s"
+    ):
         kubeconfig(served.url, at="2h")
-    with pytest.raises(InputError, match="neither 'end' nor a duration"):
+    with pytest.raises(InputError, match="is none of end, an offset such as 5m or 90, a time of day"):
         kubeconfig(served.url, at="soon")
+    with pytest.raises(InputError, match="outside the run"):
+        kubeconfig(served.url, at="08:59")
     with pytest.raises(Unreachable, match="cannot reach the audit API"):
         kubeconfig("http://127.0.0.1:9")
     pinned = yaml.safe_load(kubeconfig(served.url, run=RUN[:8], at="90s"))
-    assert pinned["clusters"][0]["cluster"]["server"] == f"{served.url}/k8s/{RUN}/1m30s"
+    assert pinned["clusters"][0]["cluster"]["server"] == f"{served.url}/k8s/{RUN}/1m30s@now"
     assert pinned["current-context"] == pinned["contexts"][0]["name"]
+    # clock time names the same instant; --clock recorded serves the recorded timestamps
+    for at in ("09:01:30", "9:01:30", "2026-01-29T09:01:30Z", "2026-01-29T10:01:30+01:00"):
+        clocked = yaml.safe_load(kubeconfig(served.url, at=at, clock="recorded"))
+        assert clocked["clusters"][0]["cluster"]["server"] == f"{served.url}/k8s/{RUN}/1m30s", at
+    said = ledgerlet("kubeconfig", "--server", served.url, "--at", "09:05")
+    assert said.returncode == 0 and yaml.safe_load(said.stdout)["clusters"][0]["cluster"]["server"].endswith("5m0s@now")
+    assert f"run {RUN} (disk-pressure-fluentd) at 5m0s, 2026-01-29T09:05:00Z; timestamps moved" in said.stderr
+
+
+def test_get_raw_version_and_discovery_at_the_root(served: Served) -> None:
+    """``get --raw`` drops the kubeconfig's path: the root answers what does not depend on a run."""
+    version = json.loads(served.kubectl("get", "--raw", "/version").stdout)
+    assert version["gitVersion"] == "v1.34.0"
+    groups = json.loads(served.kubectl("get", "--raw", "/apis").stdout)
+    names = {g["name"] for g in groups["groups"]}
+    assert {"apps", "batch", "metrics.k8s.io", "authorization.k8s.io", "policy"} <= names
+    elsewhere = served.kubectl("get", "--raw", "/api/v1/pods", ok=False)
+    assert elsewhere.returncode == 1 and "/k8s/RUN/INSTANT" in elsewhere.stderr
+    assert "Server Version: v1.34.0" in served.kubectl("version").stdout
+
+
+def test_explain_reads_upstreams_schemas_from_openapi_v3_and_v2(served: Served) -> None:
+    pod = served.kubectl("explain", "pod").stdout
+    assert pod.startswith("KIND:       Pod\nVERSION:    v1\n") and "Pod is a collection of containers" in pod
+    replicas = served.kubectl("explain", "deployment.spec.replicas").stdout
+    assert "GROUP:      apps" in replicas and "FIELD: replicas <integer>" in replicas
+    assert "Number of desired pods" in replicas
+    resources = served.kubectl("explain", "pod.spec.containers.resources.limits").stdout
+    assert "map[string]Quantity" in resources
+    v2 = served.kubectl("explain", "pod.spec.containers.resources", "--output=plaintext-openapiv2").stdout
+    assert "RESOURCE: resources <Object>" in v2 and "ResourceRequirements describes" in v2
+    metrics = served.kubectl("explain", "podmetrics.containers").stdout
+    assert "GROUP:      metrics.k8s.io" in metrics and "Container name corresponding" in metrics
+    unknown = served.kubectl("explain", "pod.spec.nothing", ok=False)
+    assert unknown.returncode == 1 and 'field "nothing" does not exist' in unknown.stderr
+
+
+def test_auth_can_i_answers_read_only_truths(served: Served) -> None:
+    assert served.kubectl("auth", "can-i", "get", "pods").stdout.strip() == "yes"
+    assert served.kubectl("auth", "can-i", "watch", "deployments.apps", "-n", NAMESPACE).stdout.strip() == "yes"
+    for args in (("create", "pods"), ("delete", "nodes"), ("get", "pods", "--subresource=log"), ("get", "secrets")):
+        said = served.kubectl("auth", "can-i", *args, ok=False)
+        assert said.returncode == 1 and said.stdout.startswith("no - "), (args, said.stdout)
+    assert served.kubectl("auth", "can-i", "get", "/version").stdout.strip() == "yes"
+    listed = served.kubectl("auth", "can-i", "--list").stdout
+    assert any(line.split()[0] == "pods" and line.rstrip().endswith("[get list watch]") for line in listed.splitlines())
+    who = table(served.kubectl("auth", "whoami").stdout)
+    assert who[1] == ["Username", "system:anonymous"]
+
+
+def test_the_daemonset_a_pod_is_controlled_by_can_be_listed(served: Served) -> None:
+    """fluentd's DaemonSet: its one node should run it; its pod evicted and each replacement
+    refused, at the end none runs."""
+    columns = ["NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE", "AVAILABLE", "NODE SELECTOR", "AGE"]
+    before = table(served.kubectl("-n", NAMESPACE, "get", "ds", at="4m").stdout)
+    assert before == [columns, ["fluentd-elasticsearch", "1", "1", "1", "1", "1", "<none>", "4m"]]
+    after = table(served.kubectl("-n", NAMESPACE, "get", "daemonsets").stdout)
+    assert after[1] == ["fluentd-elasticsearch", "1", "0", "0", "0", "0", "<none>", "25m"]
+    described = served.kubectl("-n", NAMESPACE, "describe", "pod", POD).stdout
+    assert "Controlled By:  DaemonSet/fluentd-elasticsearch" in described
+    owner = served.kubectl("-n", NAMESPACE, "get", "daemonset/fluentd-elasticsearch", "-o", "name").stdout
+    assert owner.strip() == "daemonset.apps/fluentd-elasticsearch"
+
+
+def test_workloads_as_stored_with_their_controllers_status(served: Served) -> None:
+    out = served.kubectl("get", "deploy,rs,ds,sts,jobs", "-A", run=WORKLOADS, at="1m").stdout
+    blocks = {b.splitlines()[1].split()[1].split("/")[0]: table(b) for b in out.strip().split("\n\n")}
+    pods = table(served.kubectl("get", "pods", "-A", "-o", "wide", run=WORKLOADS, at="1m").stdout)[1:]
+    web = [p for p in pods if p[1].startswith("web-")]
+    (rs_name,) = {p[1].rsplit("-", 1)[0] for p in web}
+    assert blocks["deployment.apps"][1] == ["default", "deployment.apps/web", "2/2", "2", "2", "60s"]
+    assert blocks["replicaset.apps"][1] == ["default", f"replicaset.apps/{rs_name}", "2", "2", "2", "60s"]
+    agents = [p for p in pods if p[1].startswith("agent-")]
+    assert [p[7] for p in agents] == ["n1"]  # only the node its selector picks
+    assert blocks["daemonset.apps"][1] == [
+        "kube-system",
+        "daemonset.apps/agent",
+        "1",
+        "1",
+        "1",
+        "1",
+        "1",
+        "pool=a",
+        "60s",
+    ]
+    assert blocks["statefulset.apps"][1] == ["default", "statefulset.apps/db", "2/2", "60s"]
+    (job,) = blocks["job.batch"][1:]
+    assert job[:4] == ["default", "job.batch/once", "Running", "0/1"] and job[4:] == ["50s", "50s"]
+    described = served.kubectl("describe", "deployment", "web", run=WORKLOADS, at="1m").stdout
+    assert "2 desired | 2 updated | 2 total | 2 available | 0 unavailable" in described
+    assert f"NewReplicaSet:     {rs_name} (2/2 replicas created)" in described
+
+
+def _memory(top: str) -> dict[str, str]:
+    return {r[-3] if len(r) > 3 else r[0]: r[-1] for r in table(top)[1:]}
+
+
+def test_top_shows_what_each_pod_used_just_before_the_eviction(served: Served) -> None:
+    """The run stores observations without their pods; what top shows of each is worked out
+    again from the stored inputs, and is what the same run stored whole says."""
+    (evicted,) = served.decisions("PodEvicted")
+    just_before = f"{int(evicted['t']) - 1}s"
+    derived = table(served.kubectl("top", "pods", "-n", NAMESPACE, at=just_before).stdout)
+    whole = table(served.kubectl("top", "pods", "-n", NAMESPACE, at=just_before, run=FULL).stdout)
+    assert derived[0] == ["NAME", "CPU(cores)", "MEMORY(bytes)"]
+    assert derived == whole and len(derived) > 5
+    row = next(r for r in derived if r[0] == POD)
+    assert row[1] == "0m" and row[2].endswith("Mi") and int(row[2][:-2]) > 0
+    gone = table(served.kubectl("top", "pods", "-n", NAMESPACE, at=f"{int(evicted['t']) + 10}s").stdout)
+    assert POD not in {r[0] for r in gone}  # an evicted pod runs no more
+    node = table(served.kubectl("top", "nodes", at=just_before).stdout)
+    assert node[0][:4] == ["NAME", "CPU(cores)", "CPU(%)", "MEMORY(bytes)"] and node[1][0] == NODE
+    assert node == table(served.kubectl("top", "nodes", at=just_before, run=FULL).stdout)

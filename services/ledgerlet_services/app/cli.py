@@ -33,9 +33,11 @@ from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.scenario.bounds import check_size, decode_text
 from ledgerlet_core.scenario.load import API_VERSION as SCENARIO_API_VERSION
 from ledgerlet_core.scenario.load import Scenario, load_scenario
+from ledgerlet_services.app.cli_help import complete as with_defaults_in_help
 from ledgerlet_services.app.cli_postmortem import COMMANDS as POSTMORTEM_COMMANDS
 from ledgerlet_services.app.cli_postmortem import add_parsers as add_postmortem_parsers
 from ledgerlet_services.app.cli_postmortem import dispatch as dispatch_postmortem
+from ledgerlet_services.app.completion import add_parser as add_completion_parser
 from ledgerlet_services.app.messages import error, warning
 from ledgerlet_services.app.report_console import rate, summary_tables, virtual_time_progress
 from ledgerlet_services.runtime.catalog import AUDIT_API, control_loop, parse_members, service_names
@@ -173,9 +175,10 @@ def _parser() -> argparse.ArgumentParser:
     add_postmortem_parsers(sub)
 
     contracts = sub.add_parser("contracts", help="write or check the JSON Schemas in contracts/")
-    contracts.add_argument("--dir", type=Path, default=Path("contracts"))
+    contracts.add_argument("--dir", type=Path, default=Path("contracts"), help="where the schemas are")
     contracts.add_argument("--check", action="store_true", help="fail if the committed schemas are stale")
-    return p
+    add_completion_parser(sub)
+    return with_defaults_in_help(p)
 
 
 def _bus_and_store(p: argparse.ArgumentParser) -> None:
@@ -513,6 +516,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:  # Ctrl-C outside a run's own handling (reading a file, a second Ctrl-C)
         warning("interrupted", label="stopped")
         return 128 + int(signal.SIGINT)
+    except BrokenPipeError:  # `ledgerlet runs -o json | head`: the reader has all it wants
+        return _pipe_closed()
+
+
+def _pipe_closed() -> int:
+    """End quietly, as a command killed by SIGPIPE does (exit 141): what is still buffered
+    for standard output goes nowhere, so that Python's flush at exit does not fail too."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return 128 + int(signal.SIGPIPE)
 
 
 def _health(args: argparse.Namespace) -> int:
@@ -568,6 +582,11 @@ def _dispatch(args: argparse.Namespace) -> int:
         return _health(args)
     if args.command == "contracts":
         return _contracts(args, console)
+    if args.command == "completion":
+        from ledgerlet_services.app.completion import script
+
+        sys.stdout.write(script(_parser(), args.shell))
+        return EXIT_OK
     if args.command in POSTMORTEM_COMMANDS:
         return dispatch_postmortem(args, console)
     return EXIT_FAILED

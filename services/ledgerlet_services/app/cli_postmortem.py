@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +16,9 @@ from rich.console import Console
 from rich.markup import escape
 
 from ledgerlet_core.model.errors import InputError
-from ledgerlet_services.app import messages
+from ledgerlet_services.app import messages, progress
 from ledgerlet_services.app.messages import error
+from ledgerlet_services.app.progress import add_progress_arg
 from ledgerlet_store.dsn import DEFAULT_DSN, sqlite_path
 from ledgerlet_store.store import EventStore
 
@@ -39,19 +41,23 @@ def _output_arg(p: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
     p.add_argument("--json", dest="output", action="store_const", const="json", help="-o json")
 
 
-def _print_data(data: Any, output: str) -> None:
-    """Objects as JSON or YAML on stdout (the answer, nothing else)."""
+def _print_data(data: Any, output: str, file: Any = None) -> None:
+    """Objects as JSON or YAML on stdout (the answer, nothing else), or on ``file``."""
     if output == "yaml":
-        print(yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True), end="")
+        print(yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True), end="", file=file)
     else:
-        print(json.dumps(data, indent=2))
+        print(json.dumps(data, indent=2), file=file)
 
 
 def add_parsers(sub: Any) -> None:
     serve = sub.add_parser("serve", help="the decision audit API (read-only HTTP, OpenAPI at /docs)")
     serve.add_argument("--store", default=os.environ.get("LEDGERLET_STORE", DEFAULT_DSN), help="event store DSN")
-    serve.add_argument("--host", default=os.environ.get("LEDGERLET_API_HOST", "127.0.0.1"))
-    serve.add_argument("--port", type=int, default=int(os.environ.get("LEDGERLET_API_PORT", "8080")))
+    serve.add_argument(
+        "--host", default=os.environ.get("LEDGERLET_API_HOST", "127.0.0.1"), help="the address to listen on"
+    )
+    serve.add_argument(
+        "--port", type=int, default=int(os.environ.get("LEDGERLET_API_PORT", "8080")), help="the port to listen on"
+    )
     serve.add_argument(
         "--token-file", type=Path, help="require this bearer token (also LEDGERLET_API_TOKEN; none: open)"
     )
@@ -81,7 +87,19 @@ def add_parsers(sub: Any) -> None:
     )
     kube.add_argument("--server", required=True, help="the audit API, e.g. http://127.0.0.1:8080")
     kube.add_argument("--run", help="run id or a prefix of one (default: the newest completed run)")
-    kube.add_argument("--at", default="end", help="the instant: a duration into the run (5m, 90s) or end (default)")
+    kube.add_argument(
+        "--at",
+        default="end",
+        help="the instant: end (default), an offset into the run (5m, 90s), a time of day on the run's day "
+        "(09:05, 09:05:30; UTC unless +hh:mm is given) or RFC 3339 (2026-01-29T09:05:00Z)",
+    )
+    kube.add_argument(
+        "--clock",
+        choices=("now", "recorded"),
+        default="now",
+        help="now (default): timestamps moved so that the instant reads as the moment of each request, and "
+        "kubectl's own ages (describe, events) agree with get's; recorded: the recorded timestamps",
+    )
     kube.add_argument("--token-file", type=Path, help="the bearer token the server wants (referred to, not copied)")
     kube.add_argument(
         "--certificate-authority",
@@ -91,7 +109,7 @@ def add_parsers(sub: Any) -> None:
 
     runs = sub.add_parser("runs", help="the runs in a store, newest first, with how each ended")
     runs.add_argument("--store", default=os.environ.get("LEDGERLET_STORE", DEFAULT_DSN), help="event store DSN")
-    _output_arg(runs, ("table", "wide", "json", "yaml"))
+    _output_arg(runs, ("table", "wide", "json", "yaml", "name"))
 
     replay = sub.add_parser("replay", help="re-derive a stored run's decisions from its stored inputs")
     _store_arg(replay)
@@ -104,6 +122,8 @@ def add_parsers(sub: Any) -> None:
     )
     replay.add_argument("--decisions", type=Path, help="write the re-derived decision log here")
     replay.add_argument("--max-shown", type=int, default=50, help="mismatches printed (default 50)")
+    _output_arg(replay, ("text", "json", "yaml"))
+    add_progress_arg(replay)
 
     whatif = sub.add_parser("whatif", help="re-run a stored run's inputs under another configuration")
     _store_arg(whatif)
@@ -117,7 +137,8 @@ def add_parsers(sub: Any) -> None:
         "scheduler.disablePreemption=true (repeatable)",
     )
     whatif.add_argument("--config", type=Path, help="YAML: kubelet fields, or kubeletConfig/schedulerConfig/...")
-    whatif.add_argument("--json", action="store_true", help="print the diff as JSON")
+    _output_arg(whatif, ("table", "json", "yaml"))
+    add_progress_arg(whatif)
     whatif.add_argument(
         "--save-as",
         metavar="RUN_ID",
@@ -134,8 +155,10 @@ def add_parsers(sub: Any) -> None:
 
     report = sub.add_parser("report", help="a self-contained HTML post-mortem of a run")
     _store_arg(report)
-    report.add_argument("--out", type=Path, required=True, help="where to write the HTML")
+    report.add_argument("--out", type=Path, required=True, help="where to write the HTML (-: standard output)")
     report.add_argument("--compare", metavar="RUN", help="another run (a saved what-if): its pod endings beside these")
+    _output_arg(report, ("text", "json", "yaml"))
+    add_progress_arg(report)
 
     imp = sub.add_parser(
         "import",
@@ -150,7 +173,7 @@ def add_parsers(sub: Any) -> None:
     imp.add_argument("--stats", action="append", default=[], help="a kubelet /stats/summary document (repeatable)")
     imp.add_argument("--kubelet-config", help="the kubelet's configz or a KubeletConfiguration")
     imp.add_argument("--name", default="imported", help="scenario name")
-    imp.add_argument("--out", type=Path, required=True, help="scenario YAML to write")
+    imp.add_argument("--out", type=Path, required=True, help="scenario YAML to write (-: standard output)")
     _add_collect(sub)
 
 
@@ -223,17 +246,19 @@ def tls_files(cert: Path | None, key: Path | None) -> tuple[Path, Path] | str | 
 
 
 def _kubeconfig(args: argparse.Namespace) -> int:
-    from ledgerlet_services.app.kube_context import Unreachable, kubeconfig
+    from ledgerlet_services.app.kube_context import Unreachable, kubeconfig_and_note
 
     try:
-        text = kubeconfig(
+        text, note = kubeconfig_and_note(
             args.server,
             run=args.run,
             at=args.at,
+            clock=args.clock,
             token_file=args.token_file,
             certificate_authority=args.certificate_authority,
         )
         print(text, end="")
+        messages.warning(note, label="kubeconfig")
     except InputError as exc:
         error(str(exc))
         return EXIT_BAD_INPUT
@@ -289,6 +314,9 @@ async def _runs(args: argparse.Namespace, console: Console) -> int:
         runs = await Audit(store).runs()
     finally:
         await store.close()
+    if args.output == "name":  # one id a line, as kubectl's -o name (shell completion reads it)
+        sys.stdout.write("".join(f"{r.run}\n" for r in runs))
+        return EXIT_OK
     if args.output in ("json", "yaml"):
         rows = [
             {
@@ -335,10 +363,14 @@ async def _replay(args: argparse.Namespace, console: Console) -> int:
         warning = incomplete_warning(state)
         if warning is not None and args.verify:
             # its stored decisions stop part way: a re-derivation cannot match them
-            console.print(f"[red]incomplete run:[/red] {escape(warning)}", highlight=False)
+            if args.output != "text":
+                _print_data({"run": state.run, "verified": False, "incomplete": warning}, args.output)
+            else:
+                console.print(f"[red]incomplete run:[/red] {escape(warning)}", highlight=False)
             return EXIT_MISMATCH
         _warn(warning)
-        replay = await replay_run(store, state.run, verify=args.verify, quick=args.quick)
+        with progress.virtual_time(args, "replay", await _duration(store, state.run)) as update:
+            replay = await replay_run(store, state.run, verify=args.verify, quick=args.quick, progress=update)
     except NoSuchRun as exc:
         error(str(exc))
         return EXIT_BAD_INPUT
@@ -350,6 +382,10 @@ async def _replay(args: argparse.Namespace, console: Console) -> int:
         data = encode_records(to_records(decisions, parse_rfc3339(recorded.started.start)))
         args.decisions.parent.mkdir(parents=True, exist_ok=True)
         args.decisions.write_bytes(data)
+    if args.output != "text":
+        mismatches = replay.mismatches() if args.verify else []
+        _print_data(_replay_data(replay, args.verify, args.quick, mismatches), args.output)
+        return EXIT_MISMATCH if mismatches else EXIT_OK
     took = f"{recorded.read_seconds + replay.derive_seconds:.2f}s ({replay.events_per_second:,.0f} events/s)"
     if not args.quick:
         console.print(
@@ -406,7 +442,10 @@ async def _whatif(args: argparse.Namespace, console: Console) -> int:
     if store is None:
         return EXIT_BAD_INPUT
     try:
-        report = await whatif_run(store, args.run, args.assignments, file_config, save_as=args.save_as)
+        with progress.virtual_time(args, "whatif", await _duration(store, args.run)) as update:
+            report = await whatif_run(
+                store, args.run, args.assignments, file_config, save_as=args.save_as, progress=update
+            )
     except (NoSuchRun, InputError) as exc:
         error(str(exc))
         return EXIT_BAD_INPUT
@@ -415,8 +454,8 @@ async def _whatif(args: argparse.Namespace, console: Console) -> int:
         return EXIT_MISMATCH
     finally:
         await store.close()
-    if args.json:
-        print(json.dumps(_diff_json(report), indent=2))
+    if args.output in ("json", "yaml"):
+        _print_data(_diff_json(report), args.output)
         return EXIT_OK
     if report.open_loop_nodes:
         messages.warning(
@@ -437,6 +476,50 @@ async def _whatif(args: argparse.Namespace, console: Console) -> int:
             label="saved",
         )
     return EXIT_OK
+
+
+async def _duration(store: EventStore, run: str | None) -> int:
+    """The run's virtual duration (ns) for a progress bar; 0 if it cannot be read (the
+    command itself then says what is wrong)."""
+    from ledgerlet_services.audit.queries import Audit, NotFound
+
+    audit = Audit(store)
+    try:
+        started, _ = await audit.started(await audit.resolve(run))
+    except NotFound:
+        return 0
+    return started.duration
+
+
+def _replay_data(replay: Any, verify: bool, quick: bool, mismatches: list[Any]) -> dict[str, Any]:
+    """``replay -o json|yaml``: what was read and re-derived and, verifying, what differed."""
+    recorded = replay.recorded
+    out: dict[str, Any] = {
+        "run": recorded.run,
+        "storedEvents": replay.stored_events,
+        "seconds": round(recorded.read_seconds + replay.derive_seconds, 3),
+        "eventsPerSecond": round(replay.events_per_second),
+        "decisionsDerived": sum(1 for e in replay.derived.values() if e.kind == "decision"),
+    }
+    if quick:
+        out["quick"] = {"quietNodes": replay.quiet_count, "observationsNotCompared": replay.left_out}
+    if verify:
+        out["verified"] = not mismatches
+        out["compared"] = replay.compared
+        out["mismatches"] = [
+            {
+                "kind": m.kind,
+                "id": m.id,
+                "type": m.type,
+                "t": m.t / 1e9,
+                **({"node": m.node} if m.node else {}),
+                **({"pod": m.pod} if m.pod else {}),
+                **({"fields": list(m.fields)} if m.fields else {}),
+                "description": m.describe(),
+            }
+            for m in mismatches
+        ]
+    return out
 
 
 def _secs(t: int | None) -> float | None:
@@ -488,6 +571,7 @@ async def _pod_key(store: EventStore, run: str, pod: str, namespace: str | None)
 
 
 async def _explain(args: argparse.Namespace, console: Console) -> int:
+    from ledgerlet_services.audit.pod_runs import hint, runs_holding
     from ledgerlet_services.audit.queries import Audit, NotFound
 
     if args.pod.count("/") > 1 or (args.namespace and "/" in args.pod) or args.pod.strip("/") != args.pod:
@@ -500,9 +584,14 @@ async def _explain(args: argparse.Namespace, console: Console) -> int:
         audit = Audit(store)
         try:
             run = await audit.resolve(args.run)
-            pod = await _pod_key(store, run, args.pod, args.namespace)
+            try:
+                pod = await _pod_key(store, run, args.pod, args.namespace)
+                exp = await audit.explain(run, pod)
+            except NotFound as exc:  # the pod is not in the chosen run: which runs hold it?
+                wanted = f"{args.namespace}/{args.pod}" if args.namespace else args.pod
+                holders = await runs_holding(audit, wanted, besides=run)
+                raise NotFound(f"{exc}{hint(wanted, holders, 'explain')}") from None
             await _warn_if_incomplete(store, run)
-            exp = await audit.explain(run, pod)
             other = await audit.explain(await audit.resolve(args.compare), pod) if args.compare else None
             sources = {r.run: r.source for r in await audit.runs()} if other is not None else {}
         except NotFound as exc:
@@ -557,7 +646,8 @@ async def _report(args: argparse.Namespace, console: Console) -> int:
     if store is None:
         return EXIT_BAD_INPUT
     try:
-        summary = await write_report(store, args.run, args.out, compare=args.compare)
+        with progress.steps(args, "report") as update:
+            summary = await write_report(store, args.run, args.out, compare=args.compare, progress=update)
         if args.run not in (None, "", "latest"):
             await _warn_if_incomplete(store, args.run)
     except NotFound as exc:
@@ -565,7 +655,11 @@ async def _report(args: argparse.Namespace, console: Console) -> int:
         return EXIT_BAD_INPUT
     finally:
         await store.close()
-    console.print(summary, highlight=False)
+    to_stdout = str(args.out) == "-"  # the report is standard output: the summary goes to standard error
+    if args.output != "text":
+        _print_data(summary.to_dict(), args.output, file=sys.stderr if to_stdout else None)
+    else:
+        (Console(stderr=True) if to_stdout else console).print(escape(summary.text()), highlight=False)
     return EXIT_OK
 
 
@@ -619,5 +713,5 @@ def _import(args: argparse.Namespace, console: Console) -> int:
     except InputError as exc:
         error(str(exc))
         return EXIT_BAD_INPUT
-    console.print(escape(summary), highlight=False)
+    (Console(stderr=True) if str(args.out) == "-" else console).print(escape(summary), highlight=False)
     return EXIT_OK

@@ -4,8 +4,8 @@ The server is asked which runs it holds (``GET /v1/runs``, with the token), so t
 run given (an id, a prefix of one, nothing for the newest completed run) is pinned to
 its full id and the instant checked against the run's length before anything is
 written: the context then keeps naming the same run when newer ones are stored. The
-cluster's server URL is ``SERVER/k8s/RUN/AT``; the token is referred to by its file
-(``tokenFile``), never copied into the output.
+cluster's server URL is ``SERVER/k8s/RUN/AT@now`` (``AT`` with ``--clock recorded``);
+the token is referred to by its file (``tokenFile``), never copied into the output.
 """
 
 from __future__ import annotations
@@ -22,9 +22,14 @@ import yaml
 
 from ledgerlet_core.model.duration import SECOND, format_duration
 from ledgerlet_core.model.errors import InputError
+from ledgerlet_core.model.timefmt import format_rfc3339, parse_rfc3339
 from ledgerlet_services.audit.kube_api.app import PREFIX
+from ledgerlet_services.audit.kube_api.clock import NOW_SUFFIX
 from ledgerlet_services.audit.kube_api.meta import ApiError, parse_at
 from ledgerlet_store.store import RunState, UnknownRun, pick_run
+
+#: how the kubeconfig's server serves timestamps (kube_api/clock.py)
+CLOCKS = ("now", "recorded")
 
 
 class Unreachable(RuntimeError):
@@ -56,6 +61,7 @@ def kubeconfig(
     *,
     run: str | None = None,
     at: str = "end",
+    clock: str = "now",
     token_file: Path | None = None,
     certificate_authority: Path | None = None,
     timeout: float = 10.0,
@@ -63,6 +69,33 @@ def kubeconfig(
     """The kubeconfig (YAML text). :class:`InputError` for a run or instant the server
     does not have, or a token kubectl would not send; :class:`Unreachable` when the
     server cannot be asked."""
+    text, _ = kubeconfig_and_note(
+        server,
+        run=run,
+        at=at,
+        clock=clock,
+        token_file=token_file,
+        certificate_authority=certificate_authority,
+        timeout=timeout,
+    )
+    return text
+
+
+def kubeconfig_and_note(
+    server: str,
+    *,
+    run: str | None = None,
+    at: str = "end",
+    clock: str = "now",
+    token_file: Path | None = None,
+    certificate_authority: Path | None = None,
+    timeout: float = 10.0,
+) -> tuple[str, str]:
+    """:func:`kubeconfig`, and a line for the user saying which run, which instant in
+    clock time, and how its timestamps are served (``clock``: ``now`` moves them so that
+    the instant reads as the moment of each request, ``recorded`` keeps them)."""
+    if clock not in CLOCKS:
+        raise InputError(f"--clock: {clock!r} is neither now nor recorded")
     server = server.rstrip("/")
     if not server.startswith(("http://", "https://")):
         raise InputError(f"--server {server!r} is not an http:// or https:// URL")
@@ -96,13 +129,17 @@ def kubeconfig(
         chosen = pick_run(states, run).run
     except UnknownRun as exc:
         raise InputError(f"--run: {exc}") from None
-    duration = round(next(r for r in listed if r["run"] == chosen)["durationSeconds"] * SECOND)
+    entry = next(r for r in listed if r["run"] == chosen)
+    duration = round(entry["durationSeconds"] * SECOND)
+    start = parse_rfc3339(entry["start"])
     try:
-        instant = parse_at(at, duration)
+        instant = parse_at(at, start, duration)
     except ApiError as exc:
         raise InputError(f"--at: {exc.message}") from None
     segment = "end" if at == "end" else format_duration(instant)
     name = f"ledgerlet-{chosen[:12]}-{segment}"
+    if clock == "now":
+        segment += NOW_SUFFIX
     user: dict[str, Any] = {"tokenFile": str(token_file.resolve())} if token_file is not None else {}
     cluster: dict[str, Any] = {"server": f"{server}{PREFIX}/{chosen}/{segment}"}
     if certificate_authority is not None:
@@ -116,4 +153,12 @@ def kubeconfig(
         "current-context": name,
         "preferences": {},
     }
-    return yaml.safe_dump(config, sort_keys=False, default_flow_style=False)
+    when = format_rfc3339(start, instant)
+    served = (
+        f"timestamps moved so that {when} reads as now (kubectl's own ages then count from it; "
+        "--clock recorded serves them as recorded)"
+        if clock == "now"
+        else "timestamps as recorded (kubectl describe's ages then count from them to your clock)"
+    )
+    note = f"run {chosen} ({entry.get('name', '')}) at {format_duration(instant)}, {when}; {served}"
+    return yaml.safe_dump(config, sort_keys=False, default_flow_style=False), note

@@ -143,14 +143,18 @@ def import_files(
     text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=120)
     # refuse to write what `ledgerlet run` would refuse; the error names the file to be
     scenario = load_scenario(text, f"{out} (built from the recordings, not written)")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(out)
+    if str(out) == "-":  # standard output (the summary then goes to standard error)
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(f".{out.name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(out)
     lines = [
         f"{out}: {len(scenario.objects)} objects, {len(scenario.events)} stats events over "
         f"{offset_text(timedelta(microseconds=scenario.duration // 1000))} from {doc['spec'].get('start', '-')}",
         *(f"note: {n}" for n in notes),
-        f"run it: ledgerlet run {out} --decisions decisions.jsonl",
+        *([f"run it: ledgerlet run {out} --decisions decisions.jsonl"] if str(out) != "-" else []),
     ]
     return "\n".join(lines)

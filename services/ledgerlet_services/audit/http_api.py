@@ -26,10 +26,13 @@ from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException
 
+from ledgerlet_core.model.duration import SECOND
+from ledgerlet_core.postmortem.instants import InstantError, parse_instant
 from ledgerlet_services.audit import api_models as api
 from ledgerlet_services.audit.api_contract import PROBLEM, ApiMetrics, with_problem_responses
 from ledgerlet_services.audit.kube_api.app import PREFIX as KUBE_PREFIX
 from ledgerlet_services.audit.kube_api.app import create_kube_app
+from ledgerlet_services.audit.kube_api.root import add_root_routes
 from ledgerlet_services.audit.queries import DEFAULT_PAGE, MAX_PAGE, Audit, BadCursor, BadFilter, NotFound
 from ledgerlet_store.store import EventStore
 
@@ -38,13 +41,15 @@ log = logging.getLogger(__name__)
 #: answers carry the fields their handler set (a decision without a pod has no "pod": null)
 TYPED: dict[str, Any] = {"response_model_exclude_unset": True}
 
-#: virtual seconds an int64 nanosecond clock can hold (a window bound beyond it is refused)
-MAX_VIRTUAL_SECONDS = 9_223_372_036
+#: what a window bound (``from``, ``to``) may be written as
+WINDOW_BOUND = (
+    "an instant, inclusive: virtual seconds (90, 12.5), a Go duration (5m), a time of day on the run's day "
+    "(09:05, 09:05:30; UTC unless +hh:mm is given) or RFC 3339 (2026-01-29T09:05:00Z)"
+)
 
 
-def VirtualSeconds(**kwargs: Any) -> Any:
-    """A query parameter in virtual seconds: finite and within the clock's range."""
-    return Query(ge=-MAX_VIRTUAL_SECONDS, le=MAX_VIRTUAL_SECONDS, allow_inf_nan=False, **kwargs)
+def WindowBound(**kwargs: Any) -> Any:
+    return Query(description=WINDOW_BOUND, max_length=64, **kwargs)
 
 
 def problem(status: int, title: str, detail: str, request: Request, headers: dict[str, str] | None = None) -> Response:
@@ -244,14 +249,15 @@ def create_app(
         type: Annotated[list[str] | None, Query(description="decision types (repeatable)")] = None,
         node: str | None = None,
         pod: Annotated[str | None, Query(description="namespace/name")] = None,
-        t_from: Annotated[float | None, VirtualSeconds(alias="from", description="virtual seconds, inclusive")] = None,
-        t_to: Annotated[float | None, VirtualSeconds(alias="to", description="virtual seconds, inclusive")] = None,
+        t_from: Annotated[str | None, WindowBound(alias="from")] = None,
+        t_to: Annotated[str | None, WindowBound(alias="to")] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = DEFAULT_PAGE,
         cursor: str | None = None,
     ) -> dict[str, Any]:
         run = await a.resolve(run)
+        window = await window_seconds(a, run, t_from, t_to)
         items, nxt = await a.decisions(
-            run, types=type or (), node=node, pod=pod, t_from=t_from, t_to=t_to, cursor=cursor, limit=limit
+            run, types=type or (), node=node, pod=pod, t_from=window[0], t_to=window[1], cursor=cursor, limit=limit
         )
         return {"run": run, "items": items, "next": nxt}
 
@@ -310,17 +316,38 @@ def create_app(
         a: AuditDep,
         run: str,
         name: str,
-        t_from: Annotated[float | None, VirtualSeconds(alias="from")] = None,
-        t_to: Annotated[float | None, VirtualSeconds(alias="to")] = None,
+        t_from: Annotated[str | None, WindowBound(alias="from")] = None,
+        t_to: Annotated[str | None, WindowBound(alias="to")] = None,
         limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = MAX_PAGE,
     ) -> dict[str, Any]:
         run = await a.resolve(run)
-        events = await a.node_timeline(run, name, t_from=t_from, t_to=t_to, limit=limit)
+        window = await window_seconds(a, run, t_from, t_to)
+        events = await a.node_timeline(run, name, t_from=window[0], t_to=window[1], limit=limit)
         return {"run": run, "node": name, "events": events}
 
     # kubectl against the past: the Kubernetes API over the same store, behind the same token
+    # (and at the root what kubectl asks there: /version, discovery, OpenAPI)
+    add_root_routes(app, token)
     app.mount(KUBE_PREFIX, create_kube_app(lambda: _audit_of(app), token))
     return app
+
+
+async def window_seconds(
+    audit: Audit, run: str, t_from: str | None, t_to: str | None
+) -> tuple[float | None, float | None]:
+    """A window's bounds in virtual seconds from however they were written
+    (``ledgerlet_core.postmortem.instants``); :class:`BadFilter` (400) names the bad one."""
+    started, start = await audit.started(run)
+    out: list[float | None] = []
+    for name, text in (("from", t_from), ("to", t_to)):
+        if text is None:
+            out.append(None)
+            continue
+        try:
+            out.append(parse_instant(text, start, started.duration) / SECOND)
+        except InstantError as exc:
+            raise BadFilter(f"{name}: {exc}") from None
+    return out[0], out[1]
 
 
 def _audit_of(app: FastAPI) -> Audit:

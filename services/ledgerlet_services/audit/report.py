@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +37,11 @@ _ENDINGS = ("PodEvicted", *_OTHER_ENDINGS)
 _SEQUELS = ("Evicted", "Preempted")
 
 
-async def collect(store: EventStore, run: str | None) -> ReportData:
+#: what the report tells as it goes: a step's label, steps done, steps in all
+Progress = Callable[[str, int, int], None]
+
+
+async def collect(store: EventStore, run: str | None, progress: Progress | None = None) -> ReportData:
     audit = Audit(store)
     run = await audit.resolve(run)
     started, start = await audit.started(run)
@@ -49,7 +56,10 @@ async def collect(store: EventStore, run: str | None) -> ReportData:
     order = {n: i for i, n in enumerate(started.node_order)}
     nodes = sorted(touched, key=lambda n: (order.get(n, len(order)), n))
     sections = []
-    for node in nodes[:MAX_PLOTTED_NODES]:
+    plotted = nodes[:MAX_PLOTTED_NODES]
+    for i, node in enumerate(plotted):
+        if progress is not None:
+            progress(f"reading node {node}", i, len(plotted) + 1)
         observations = [
             e.envelope for e in await store.read_stream_window(run, node_stream(node), types=["NodeObserved"])
         ]
@@ -219,18 +229,59 @@ def _why(kind: str, d: dict[str, Any]) -> str:
     return str(d.get("reason", ""))
 
 
-async def write_report(store: EventStore, run: str | None, out: Path, *, compare: str | None = None) -> str:
-    report = await collect(store, run)
+@dataclass(frozen=True, slots=True)
+class ReportSummary:
+    """What ``ledgerlet report`` says it wrote (``-o json|yaml`` gives it as data)."""
+
+    out: str
+    run: str
+    decisions: int
+    evictions: int
+    plots: int
+    nodes: int
+
+    def text(self) -> str:
+        return (
+            f"{self.out}: run {self.run}, {self.decisions} decisions, {self.evictions} evictions, "
+            f"{self.plots} plots over {self.nodes} nodes"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "out": self.out,
+            "run": self.run,
+            "decisions": self.decisions,
+            "evictions": self.evictions,
+            "plots": self.plots,
+            "nodes": self.nodes,
+        }
+
+
+async def write_report(
+    store: EventStore,
+    run: str | None,
+    out: Path,
+    *,
+    compare: str | None = None,
+    progress: Progress | None = None,
+) -> ReportSummary:
+    """Write the report to ``out`` (``-``: standard output)."""
+    report = await collect(store, run, progress)
     if compare is not None:
         other = await collect(store, compare)
         report.compared = Compared(run=other.run, source=other.source, verdicts=other.verdicts)
+    if progress is not None:
+        progress("drawing the charts", len(report.nodes), len(report.nodes) + 1)
     text = render_report(report)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(out)
+    if str(out) == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(f".{out.name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(out)
     plots = sum(len(s.series) for s in report.nodes)
-    return (
-        f"{out}: run {report.run}, {sum(report.counts.values())} decisions, {len(report.evictions)} evictions, "
-        f"{plots} plots over {len(report.nodes)} nodes"
+    return ReportSummary(
+        str(out), report.run, sum(report.counts.values()), len(report.evictions), plots, len(report.nodes)
     )

@@ -28,6 +28,7 @@ from starlette.routing import Route
 
 from ledgerlet_core.model.duration import format_duration
 from ledgerlet_services.audit.kube_api import resources as res
+from ledgerlet_services.audit.kube_api.clock import ShiftedReader, shift_to_now, shifted, split_clock
 from ledgerlet_services.audit.kube_api.meta import (
     ApiError,
     Instant,
@@ -36,7 +37,9 @@ from ledgerlet_services.audit.kube_api.meta import (
     not_found,
     resource_version,
 )
+from ledgerlet_services.audit.kube_api.openapi import v2_answer, v3_document, v3_index
 from ledgerlet_services.audit.kube_api.reader import Change, KubeReader, Query, after_instant
+from ledgerlet_services.audit.kube_api.reviews import review
 from ledgerlet_services.audit.kube_api.selectors import (
     EVENT_ALIASES,
     EVENT_FIELDS,
@@ -65,6 +68,8 @@ DEFAULT_WATCH_SECONDS: Final = 1800
 #: a run still being recorded is polled this often once a watch has caught up
 POLL_SECONDS: Final = 1.0
 MAX_LIMIT: Final = 5000
+#: what the root lists (``GET /``)
+ROOT_PATHS: Final = ["/api", "/api/v1", "/apis", "/openapi/v2", "/openapi/v3", "/version"]
 
 _ALLOWED_FIELDS: Final = {
     "Pod": (POD_FIELDS, pod_fields),
@@ -162,17 +167,25 @@ def create_kube_app(audit: Callable[[], Audit], token: str | None) -> Starlette:
                 f"this is a stored run's API: use {PREFIX}/RUN/INSTANT/... (ledgerlet kubeconfig writes the URL)",
             )
         reader = KubeReader(audit())
-        instant = await reader.instant(parts[0], parts[1])
+        at_text, as_now = split_clock(parts[1])
+        instant = await reader.instant(parts[0], at_text)
+        if as_now:  # the instant served as the moment of the request (kube_api/clock.py)
+            seconds = shift_to_now(instant, time.time())
+            reader, instant = ShiftedReader(audit(), seconds), shifted(instant, seconds)
         rest = parts[2:]
         headers = await _run_warning(audit(), instant)
         if not rest:
-            return JSONResponse({"paths": ["/api", "/api/v1", "/apis", "/version"]}, headers=headers)
+            return JSONResponse({"paths": ROOT_PATHS}, headers=headers)
         if rest == ["version"]:
             return JSONResponse(res.version_info())
         if rest[0] == "api" and len(rest) <= 2:
-            return _discovery(request, legacy=True, rest=rest[1:])
+            return discovery(request, legacy=True, rest=rest[1:])
         if rest[0] == "apis" and len(rest) <= 3:
-            return _discovery(request, legacy=False, rest=rest[1:])
+            return discovery(request, legacy=False, rest=rest[1:])
+        if rest[0] == "openapi" and request.method in READ_METHODS:
+            answer = served_openapi(request, rest, f"{PREFIX}/{parts[0]}/{parts[1]}")
+            if answer is not None:
+                return answer
         if rest[0] == "api" and rest[1] == "v1":
             target = _resource_path("", "v1", rest[2:])
         elif rest[0] == "apis" and len(rest) > 3:
@@ -181,33 +194,26 @@ def create_kube_app(audit: Callable[[], Audit], token: str | None) -> Starlette:
             raise ApiError(404, "NotFound", "the server could not find the requested resource")
         return await _serve(request, reader, instant, target, headers)
 
-    def _discovery(request: Request, *, legacy: bool, rest: list[str]) -> Response:
-        if request.method not in READ_METHODS:
-            raise _refused(None, "", request.method)
-        if not rest:
-            media = res.wants_aggregated(request.headers.get("accept", ""))
-            if media is not None:
-                version = "apidiscovery.k8s.io/v2beta1" if "v2beta1" in media else "apidiscovery.k8s.io/v2"
-                body = res.aggregated_discovery(legacy, version)
-                return Response(json.dumps(body), media_type=media)
-            if legacy:
-                host = request.headers.get("host", "127.0.0.1")
-                return JSONResponse(res.api_versions(host))
-            return JSONResponse(res.api_group_list())
-        if legacy:
-            found = res.api_resource_list(rest[0]) if len(rest) == 1 else None
-        elif len(rest) == 1:
-            found = res.api_group(rest[0])
-        else:
-            found = res.api_resource_list(f"{rest[0]}/{rest[1]}")
-        if found is None:
-            raise ApiError(404, "NotFound", "the server could not find the requested resource")
-        return JSONResponse(found)
-
     async def _serve(
         request: Request, reader: KubeReader, instant: Instant, target: Target, headers: dict[str, str]
     ) -> Response:
         resource = target.resource
+        if resource.verbs == res.CREATE_ONLY:  # a review the client asks about itself (reviews.py)
+            if request.method != "POST" or target.name or target.subresource:
+                raise ApiError(
+                    405,
+                    "MethodNotAllowed",
+                    f"{resource.name} are created (POST) and answered, never stored or read back",
+                    headers={"Allow": "POST"},
+                )
+            answer = review(
+                resource,
+                await request.body(),
+                target.namespace,
+                authenticated=bool(token),
+                content_type=request.headers.get("content-type", "application/json"),
+            )
+            return JSONResponse(answer, status_code=201, headers=headers)
         if request.method not in READ_METHODS:
             raise _refused(resource, target.name, request.method, instant)
         if target.subresource and target.subresource != "status":
@@ -383,6 +389,45 @@ def create_kube_app(audit: Callable[[], Audit], token: str | None) -> Starlette:
         return StreamingResponse(stream(), media_type=media, headers=headers)
 
     return Starlette(routes=[Route("/{path:path}", endpoint, methods=ALL_METHODS)])
+
+
+def discovery(request: Request, *, legacy: bool, rest: list[str]) -> Response:
+    if request.method not in READ_METHODS:
+        raise _refused(None, "", request.method)
+    if not rest:
+        media = res.wants_aggregated(request.headers.get("accept", ""))
+        if media is not None:
+            version = "apidiscovery.k8s.io/v2beta1" if "v2beta1" in media else "apidiscovery.k8s.io/v2"
+            body = res.aggregated_discovery(legacy, version)
+            return Response(json.dumps(body), media_type=media)
+        if legacy:
+            host = request.headers.get("host", "127.0.0.1")
+            return JSONResponse(res.api_versions(host))
+        return JSONResponse(res.api_group_list())
+    if legacy:
+        found = res.api_resource_list(rest[0]) if len(rest) == 1 else None
+    elif len(rest) == 1:
+        found = res.api_group(rest[0])
+    else:
+        found = res.api_resource_list(f"{rest[0]}/{rest[1]}")
+    if found is None:
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+    return JSONResponse(found)
+
+
+def served_openapi(request: Request, rest: list[str], prefix: str) -> Response | None:
+    """``/openapi/v2`` and ``/openapi/v3[/GROUP-VERSION]`` (``openapi.py``); None for other paths."""
+    if rest == ["openapi", "v2"]:
+        body, media = v2_answer(request.headers.get("accept", ""))
+        return Response(body, media_type=media)
+    if rest[:2] != ["openapi", "v3"]:
+        return None
+    if len(rest) == 2:
+        return JSONResponse(v3_index(prefix))
+    doc = v3_document("/".join(rest[2:]))
+    if doc is None:
+        raise ApiError(404, "NotFound", "the server could not find the requested resource")
+    return JSONResponse(doc, headers={"Cache-Control": "public, immutable"})
 
 
 def _filtered(ch: Change, matches: Callable[[dict[str, Any] | None], bool]) -> list[tuple[str, dict[str, Any]]]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from ledgerlet_core.model.duration import DurationError, format_duration, parse_duration
+from ledgerlet_core.postmortem.instants import InstantError, within_run
 
 #: uids of objects the facade makes up (events, namespaces): derived, so stable across requests
 FACADE_UID_NAMESPACE: Final = uuid.UUID("5b0e8d7e-16c4-5f0a-9a11-6b7562656374")
@@ -160,16 +160,11 @@ def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 
 
-def parse_at(text: str, duration: int) -> int:
-    """``end``, or a Go duration into the run (``5m``, ``90s``, ``1h2m``) within it."""
-    if text == "end":
-        return duration
+def parse_at(text: str, start: datetime, duration: int) -> int:
+    """The instant ``text`` names within the run (``end``, ``5m``, ``09:05``, RFC 3339:
+    ``ledgerlet_core.postmortem.instants``); NotFound, as for a path that is not there, if
+    it names none of the run's."""
     try:
-        t = parse_duration(text)
-    except DurationError as exc:
-        raise ApiError(404, "NotFound", f"instant {text!r} is neither 'end' nor a duration such as 5m: {exc}") from None
-    if t < 0 or t > duration:
-        raise ApiError(
-            404, "NotFound", f"instant {text!r} is outside the run (0s to {format_duration(duration)}, or end)"
-        )
-    return t
+        return within_run(text, start, duration)
+    except InstantError as exc:
+        raise ApiError(404, "NotFound", f"instant {exc}") from None

@@ -23,6 +23,7 @@ from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.registry import node_stream
 from ledgerlet_services.audit.kube_api import events as ev
 from ledgerlet_services.audit.kube_api.meta import ApiError, Instant, bad_request, parse_at
+from ledgerlet_services.audit.kube_api.metrics import get_metrics, scan_metrics
 from ledgerlet_services.audit.kube_api.nodes import LEASE_NAMESPACE, NODE_TYPES, STATUS_TYPES, build_node, lease_object
 from ledgerlet_services.audit.kube_api.objects import (
     BUILT_IN_NAMESPACES,
@@ -43,8 +44,18 @@ from ledgerlet_services.audit.kube_api.selectors import (
     node_fields,
     pod_fields,
 )
+from ledgerlet_services.audit.kube_api.workloads import (
+    WORKLOAD_KINDS,
+    deployment_replica_set,
+    replica_sets_of,
+    with_workload_status,
+)
 from ledgerlet_services.audit.queries import Audit, NotFound
 from ledgerlet_store.store import StoredEvent, order_key
+
+METRICS_KINDS: Final = ("NodeMetrics", "PodMetrics")
+#: the kinds read from their object streams that live in a namespace
+NAMESPACED_SIMPLE: Final = ("PodDisruptionBudget", "ResourceQuota", *WORKLOAD_KINDS)
 
 #: objects built per store read while listing, and the chunks a page may scan
 CHUNK: Final = 200
@@ -111,7 +122,7 @@ class KubeReader:
             started, start = await self.audit.started(run)
         except NotFound as exc:
             raise ApiError(404, "NotFound", str(exc)) from None
-        return Instant(run, start, parse_at(at_text, started.duration), started.duration)
+        return Instant(run, start, parse_at(at_text, start, started.duration), started.duration)
 
     # -- pods ---------------------------------------------------------------------------
     async def pod(self, i: Instant, namespace: str, name: str) -> dict[str, Any] | None:
@@ -234,19 +245,18 @@ class KubeReader:
             for r in await self.store.read_by_type(["ObjectRejected"], run=i.run, t_to=i.t)
             for cause in r.envelope.causes
         }
-        found = fold_simple((r.envelope for r in rows), rejected, i.t)
+        found = list(fold_simple((r.envelope for r in rows), rejected, i.t).values())
         out: list[tuple[str, dict[str, Any]]] = []
         if kind == "PriorityClass":
             out += [(o["metadata"]["name"], o) for o in system_classes(i)]
-        for s in found.values():
-            obj = simple_object(s, i)
+        objects = [simple_object(s, i) for s in found]
+        if kind == "ReplicaSet":  # and those the Deployments of the instant run
+            objects += [deployment_replica_set(d, i) for _, d in await self._simple(i, "Deployment")]
+        for obj in objects:
             meta = obj.get("metadata", {})
-            key = (
-                f"{meta.get('namespace', 'default')}/{meta.get('name', '')}"
-                if kind in ("PodDisruptionBudget", "ResourceQuota")
-                else meta.get("name", "")
-            )
-            if kind in ("PodDisruptionBudget", "ResourceQuota"):
+            namespaced = kind in NAMESPACED_SIMPLE
+            key = f"{meta.get('namespace', 'default')}/{meta.get('name', '')}" if namespaced else meta.get("name", "")
+            if namespaced:
                 meta.setdefault("namespace", "default")
             out.append((key, obj))
         return sorted(out, key=lambda kv: kv[0])
@@ -259,16 +269,25 @@ class KubeReader:
         self, i: Instant, kind: str, q: Query, after: str | None
     ) -> AsyncIterator[tuple[str, dict[str, Any] | None]]:
         pods_by_ns: dict[str, list[dict[str, Any]]] = {}
-        for key, obj in await self._simple(i, kind):
+        nodes: list[dict[str, Any]] | None = None
+        found = await self._simple(i, kind)
+        replica_sets = [rs for _, rs in await self._simple(i, "ReplicaSet")] if kind == "Deployment" else []
+        for key, obj in found:
             if after is not None and key <= after:
                 continue
             ns = obj.get("metadata", {}).get("namespace")
             if q.namespace and ns != q.namespace:
                 continue
+            if kind in NAMESPACED_SIMPLE and ns and ns not in pods_by_ns:
+                pods_by_ns[ns] = await self._namespace_pods(i, ns)
             if kind in ("PodDisruptionBudget", "ResourceQuota") and ns:
-                if ns not in pods_by_ns:
-                    pods_by_ns[ns] = await self._namespace_pods(i, ns)
                 obj = (with_budget_status if kind == "PodDisruptionBudget" else with_quota_status)(obj, pods_by_ns[ns])
+            elif kind in WORKLOAD_KINDS and ns:
+                if kind == "DaemonSet" and nodes is None:
+                    everything = Query(None, LabelSelector(), FieldSelector())
+                    nodes = [n async for _, n in self.scan_nodes(i, everything, None) if n is not None]
+                owned_by = replica_sets_of(obj, replica_sets) if kind == "Deployment" else ()
+                obj = with_workload_status(obj, pods_by_ns[ns], nodes or [], i, owned_by)
             meta = obj.get("metadata", {})
             fields = {"metadata.name": meta.get("name", ""), "metadata.namespace": meta.get("namespace", "")}
             yield key, obj if _matches(obj, q, fields) else None
@@ -386,6 +405,8 @@ class KubeReader:
         if resource.kind == "Lease":
             node = await self.node(i, name) if namespace == LEASE_NAMESPACE else None
             return lease_object(node, i) if node is not None else None
+        if resource.kind in METRICS_KINDS:
+            return await get_metrics(self, resource.kind, i, namespace, name)
         key = f"{namespace}/{name}" if resource.namespaced else name
         q = Query(namespace or None, LabelSelector(), FieldSelector())
         async for k, obj in self.scan_simple(i, resource.kind, q, None):
@@ -408,6 +429,8 @@ class KubeReader:
             return self.scan_events(i, q, after, v1=bool(resource.group))
         if resource.kind == "Lease":
             return self.scan_leases(i, q, after)
+        if resource.kind in METRICS_KINDS:
+            return scan_metrics(self, resource.kind, i, q, after, CHUNK if limit is None else min(CHUNK, limit + 1))
         return self.scan_simple(i, resource.kind, q, after)
 
     async def page(

@@ -4,8 +4,8 @@ kubectl finds resources through discovery: the aggregated form
 (``apidiscovery.k8s.io/v2`` ``APIGroupDiscoveryList`` on ``/api`` and ``/apis``, what
 kubectl 1.30+ asks for first) or the legacy one (``APIVersions``, ``APIGroupList``,
 one ``APIResourceList`` per group version). Both are served; every resource has the
-verbs get, list and watch only, so a client that reads discovery knows that nothing
-here can be changed.
+verbs get, list and watch only (the reviews a client asks about itself, create only), so
+a client that reads discovery knows that nothing here can be changed.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ from typing import Any, Final
 KUBERNETES_VERSION: Final = {"major": "1", "minor": "34", "gitVersion": "v1.34.0"}
 
 READ_VERBS: Final = ["get", "list", "watch"]
+#: the reviews a client asks about itself: created (POST) and answered, never stored
+CREATE_ONLY: Final = ("create",)
 
 AGGREGATED_V2: Final = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList"
 AGGREGATED_V2BETA1: Final = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
@@ -34,6 +36,8 @@ class Resource:
     categories: tuple[str, ...] = ()
     #: subresources served (read: the object itself)
     subresources: tuple[str, ...] = ()
+    #: what may be done with it: read (get, list, watch), or create-only for the reviews
+    verbs: tuple[str, ...] = tuple(READ_VERBS)
 
     @property
     def group_version(self) -> str:
@@ -46,7 +50,7 @@ class Resource:
             "singularName": self.singular,
             "namespaced": self.namespaced,
             "kind": self.kind,
-            "verbs": READ_VERBS,
+            "verbs": list(self.verbs),
         }
         if self.short_names:
             out["shortNames"] = list(self.short_names)
@@ -66,9 +70,59 @@ RESOURCES: Final = (
     Resource("priorityclasses", "PriorityClass", "scheduling.k8s.io", "v1", False, "priorityclass", ("pc",)),
     Resource("runtimeclasses", "RuntimeClass", "node.k8s.io", "v1", False, "runtimeclass"),
     Resource("leases", "Lease", "coordination.k8s.io", "v1", True, "lease"),
+    # workloads, as the run stored them (their status from the pods at the instant: workloads.py)
+    Resource("deployments", "Deployment", "apps", "v1", True, "deployment", ("deploy",), ("all",), ("status",)),
+    Resource("replicasets", "ReplicaSet", "apps", "v1", True, "replicaset", ("rs",), ("all",), ("status",)),
+    Resource("daemonsets", "DaemonSet", "apps", "v1", True, "daemonset", ("ds",), ("all",), ("status",)),
+    Resource("statefulsets", "StatefulSet", "apps", "v1", True, "statefulset", ("sts",), ("all",), ("status",)),
+    Resource("jobs", "Job", "batch", "v1", True, "job", (), ("all",), ("status",)),
+    # what each node and pod used, from the run's observations (metrics.py), as metrics-server serves it
+    Resource("nodes", "NodeMetrics", "metrics.k8s.io", "v1beta1", False, "nodemetrics"),
+    Resource("pods", "PodMetrics", "metrics.k8s.io", "v1beta1", True, "podmetrics"),
+    # who am I, and what may I do (reviews.py): read-only truths
+    Resource(
+        "selfsubjectaccessreviews",
+        "SelfSubjectAccessReview",
+        "authorization.k8s.io",
+        "v1",
+        False,
+        "selfsubjectaccessreview",
+        verbs=CREATE_ONLY,
+    ),
+    Resource(
+        "selfsubjectrulesreviews",
+        "SelfSubjectRulesReview",
+        "authorization.k8s.io",
+        "v1",
+        True,
+        "selfsubjectrulesreview",
+        verbs=CREATE_ONLY,
+    ),
+    Resource(
+        "selfsubjectreviews",
+        "SelfSubjectReview",
+        "authentication.k8s.io",
+        "v1",
+        False,
+        "selfsubjectreview",
+        verbs=CREATE_ONLY,
+    ),
 )
 
-GROUPS: Final = ("events.k8s.io", "policy", "scheduling.k8s.io", "node.k8s.io", "coordination.k8s.io")
+#: the API groups beyond the core one, each with its one version
+GROUP_VERSIONS: Final = {
+    "events.k8s.io": "v1",
+    "policy": "v1",
+    "scheduling.k8s.io": "v1",
+    "node.k8s.io": "v1",
+    "coordination.k8s.io": "v1",
+    "apps": "v1",
+    "batch": "v1",
+    "metrics.k8s.io": "v1beta1",
+    "authorization.k8s.io": "v1",
+    "authentication.k8s.io": "v1",
+}
+GROUPS: Final = tuple(GROUP_VERSIONS)
 
 
 def find(group: str, version: str, name: str) -> Resource | None:
@@ -103,7 +157,8 @@ def api_versions(server_address: str) -> dict[str, Any]:
 
 
 def _group(name: str) -> dict[str, Any]:
-    gv = {"groupVersion": f"{name}/v1", "version": "v1"}
+    version = GROUP_VERSIONS[name]
+    gv = {"groupVersion": f"{name}/{version}", "version": version}
     return {"name": name, "versions": [gv], "preferredVersion": gv}
 
 
@@ -141,7 +196,7 @@ def _discovery_resource(r: Resource) -> dict[str, Any]:
         "responseKind": {"group": r.group, "version": r.version, "kind": r.kind},
         "scope": "Namespaced" if r.namespaced else "Cluster",
         "singularResource": r.singular,
-        "verbs": READ_VERBS,
+        "verbs": list(r.verbs),
     }
     if r.short_names:
         out["shortNames"] = list(r.short_names)
@@ -169,7 +224,11 @@ def aggregated_discovery(legacy: bool, api_version: str = "apidiscovery.k8s.io/v
             {
                 "metadata": {"name": name, "creationTimestamp": None},
                 "versions": [
-                    {"version": "v1", "resources": [_discovery_resource(r) for r in members], "freshness": "Current"}
+                    {
+                        "version": GROUP_VERSIONS.get(name, "v1"),
+                        "resources": [_discovery_resource(r) for r in members],
+                        "freshness": "Current",
+                    }
                 ],
             }
         )

@@ -2,7 +2,8 @@
 
 Columns and cells follow ``pkg/printers/internalversion/printers.go`` (``printPod``,
 ``printNode``, ``printEvent``, ``printNamespace``, ``printPodDisruptionBudget``,
-``printResourceQuota``, ``printPriorityClass``, ``printRuntimeClass``). The one
+``printResourceQuota``, ``printPriorityClass``, ``printRuntimeClass``; the workloads'
+and the metrics' in their own modules). The one
 difference is on purpose: every age ("AGE", "LAST SEEN", "(5m ago)") is measured to
 the instant the endpoint shows, not to the wall clock, so ``kubectl get pods`` at
 ``--at 5m`` reads as it would have five minutes into the run.
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from ledgerlet_services.audit.kube_api import metrics_tables, workload_tables
 from ledgerlet_services.audit.kube_api.meta import Instant, age
 from ledgerlet_services.audit.kube_api.selectors import core_form
 
@@ -304,7 +306,11 @@ CELLS: Final[dict[str, Callable[[Mapping[str, Any], Instant], list[Any]]]] = {
     "PriorityClass": _priority_class_cells,
     "RuntimeClass": _simple_cells("handler"),
     "Lease": _simple_cells("spec.holderIdentity"),
+    **workload_tables.CELLS,
+    **metrics_tables.CELLS,
 }
+COLUMNS.update(workload_tables.COLUMNS)
+COLUMNS.update(metrics_tables.COLUMNS)
 
 _COMPLETED: Final = {
     "Succeeded": [
