@@ -6,13 +6,14 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ledgerlet_core.contracts.registry import DECISION, node_stream
+from ledgerlet_core.contracts.registry import DECISION, decode_data, node_stream
 from ledgerlet_core.model.duration import SECOND
 from ledgerlet_core.model.timefmt import format_rfc3339
 from ledgerlet_core.postmortem.explain import ranking_rows, show, verdict
 from ledgerlet_core.postmortem.signals_series import node_signal_series
 from ledgerlet_services.audit.queries import Audit
 from ledgerlet_services.audit.report_charts import MARKS, Band, Marker
+from ledgerlet_services.audit.report_devices import Chart, one_chart_per_device
 from ledgerlet_services.audit.report_html import (
     Compared,
     EvictionRow,
@@ -23,10 +24,12 @@ from ledgerlet_services.audit.report_html import (
     Verdict,
     render_report,
 )
+from ledgerlet_services.audit.report_summary import NO_POOL, node_pool
 from ledgerlet_store.store import EventStore
 
-#: nodes plotted in full; the rest are listed by name
-MAX_PLOTTED_NODES = 30
+#: nodes whose signals are drawn (a chart costs ~0.1 s): one of each group of evictions
+#: (signal and pool) first, then those with the most; every node's detail is listed
+MAX_PLOTTED_NODES = 12
 _INTERESTING = {"PodEvicted", "OOMKilled", "PodPreempted", "NodeConditionChanged", "NodeReclaimed", "PodTerminated"}
 _OTHER_ENDINGS = ("OOMKilled", "PodPreempted", "PodRejected", "PodForceDeleted", "PodTerminated")
 #: what ends a pod, for the answer (a PodTerminated after an eviction or preemption is its sequel)
@@ -47,29 +50,15 @@ async def collect(store: EventStore, run: str | None) -> ReportData:
 
     touched = {e.node for e in decisions if e.node and e.type in _INTERESTING}
     order = {n: i for i, n in enumerate(started.node_order)}
-    nodes = sorted(touched, key=lambda n: (order.get(n, len(order)), n))
-    sections = []
-    for node in nodes[:MAX_PLOTTED_NODES]:
-        observations = [
-            e.envelope for e in await store.read_stream_window(run, node_stream(node), types=["NodeObserved"])
-        ]
-        thresholds = await audit.node_thresholds(run, node, observations)
-        series = [s for s in node_signal_series(observations, thresholds).values() if s.thresholds]
-        mine = [e for e in decisions if e.node == node]
-        triggering = list(dict.fromkeys(str(data[e.id].get("signal")) for e in mine if e.type == "PodEvicted"))
-        series.sort(
-            key=lambda s: (s.signal not in triggering, triggering.index(s.signal) if s.signal in triggering else 0)
-        )
-        sections.append(
-            NodeSection(node, series, _bands(mine, data, duration), _markers(mine, data), triggering=triggering)
-        )
-
+    pools, pool_label = await _pools(store, run, sorted(touched))
     evictions = []
     endings = []
     for e in decisions:
         d = data[e.id]
         if e.type == "PodEvicted":
             unit = "bytes" if d.get("resource") in ("memory", "ephemeral-storage") else "count"
+            ranking = ranking_rows(d, e.pod or "")
+            place = next((r for r in ranking if r.get("this")), {})
             evictions.append(
                 EvictionRow(
                     t=e.t / SECOND,
@@ -80,7 +69,14 @@ async def collect(store: EventStore, run: str | None) -> ReportData:
                     observed=show(d["observed"], unit) if isinstance(d.get("observed"), int | float) else "?",
                     grace=f"{d.get('gracePeriodSeconds')} s",
                     message=str(d.get("message", "")),
-                    ranking=ranking_rows(d, e.pod or ""),
+                    ranking=ranking,
+                    signal=str(d.get("signal") or ""),
+                    hard=bool(d.get("hard", True)),
+                    observed_value=int(d["observed"]) if isinstance(d.get("observed"), int | float) else None,
+                    capacity=int(d.get("capacity") or 0),
+                    unit=unit,
+                    usage=int(place["usage"]) if isinstance(place.get("usage"), int | float) else None,
+                    pool=pools.get(e.node or "", NO_POOL),
                 )
             )
         elif e.type in _OTHER_ENDINGS and not (e.type == "PodTerminated" and d.get("reason") == "Evicted"):
@@ -125,6 +121,39 @@ async def collect(store: EventStore, run: str | None) -> ReportData:
             )
         )
     verdicts.sort(key=lambda v: v.t)
+    nodes = _node_order(touched, evictions, order)
+    plotted = set(_plotted(nodes, evictions))
+    sections = []
+    for node in nodes:
+        mine = [e for e in decisions if e.node == node]
+        triggering = list(dict.fromkeys(str(data[e.id].get("signal")) for e in mine if e.type == "PodEvicted"))
+        charts: list[Chart] = []
+        if node in plotted:
+            observations = [
+                e.envelope for e in await store.read_stream_window(run, node_stream(node), types=["NodeObserved"])
+            ]
+            thresholds = await audit.node_thresholds(run, node, observations)
+            series = [s for s in node_signal_series(observations, thresholds).values() if s.thresholds]
+            series.sort(
+                key=lambda s: (
+                    s.signal not in triggering,
+                    triggering.index(s.signal) if s.signal in triggering else 0,
+                )
+            )
+            charts = one_chart_per_device(series)
+        if not charts and "PodEvicted" not in {e.type for e in mine}:
+            continue  # nothing to show of it (no observations, no eviction): no empty detail
+        sections.append(
+            NodeSection(
+                node,
+                charts,
+                _bands(mine, data, duration) if charts else [],
+                _markers(mine, data) if charts else [],
+                triggering=triggering,
+                pool=pools.get(node, NO_POOL),
+                plotted=node in plotted,
+            )
+        )
     preemptions = [
         Preemption(
             t=e.t / SECOND,
@@ -169,7 +198,7 @@ async def collect(store: EventStore, run: str | None) -> ReportData:
         nodes=sections,
         evictions=evictions,
         endings=endings,
-        nodes_not_plotted=nodes[MAX_PLOTTED_NODES:],
+        pool_label=pool_label,
     )
 
 
@@ -232,5 +261,42 @@ async def write_report(store: EventStore, run: str | None, out: Path, *, compare
     plots = sum(len(s.series) for s in report.nodes)
     return (
         f"{out}: run {report.run}, {sum(report.counts.values())} decisions, {len(report.evictions)} evictions, "
-        f"{plots} plots over {len(report.nodes)} nodes"
+        f"{plots} plots over {sum(1 for s in report.nodes if s.series)} nodes, {len(report.nodes)} nodes in detail"
     )
+
+
+async def _pools(store: EventStore, run: str, nodes: list[str]) -> tuple[dict[str, str], str]:
+    """Each node's pool (report_summary.POOL_LABELS), and the label most nodes were told by."""
+    pools: dict[str, str] = {}
+    labels: dict[str, int] = {}
+    for e in await store.read_nodes(run, nodes, types=["ObjectApplied"]):
+        obj = decode_data(e.envelope).object
+        if obj.get("kind") != "Node":
+            continue
+        label, pool = node_pool((obj.get("metadata") or {}).get("labels"))
+        pools[e.envelope.node or ""] = pool  # (the newest applied wins)
+        if label:
+            labels[label] = labels.get(label, 0) + 1
+    return pools, max(labels, key=lambda k: labels[k]) if labels else ""
+
+
+def _node_order(touched: set[str], evictions: list[EvictionRow], order: dict[str, int]) -> list[str]:
+    """Nodes with the most evictions first, then the earliest, then the scenario's order."""
+    count: dict[str, int] = {}
+    first: dict[str, float] = {}
+    for ev in evictions:
+        count[ev.node] = count.get(ev.node, 0) + 1
+        first.setdefault(ev.node, ev.t)
+    return sorted(touched, key=lambda n: (-count.get(n, 0), first.get(n, float("inf")), order.get(n, len(order)), n))
+
+
+def _plotted(nodes: list[str], evictions: list[EvictionRow]) -> list[str]:
+    """MAX_PLOTTED_NODES nodes: the first of each (signal, pool) group, then in ``nodes`` order."""
+    firsts: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for ev in sorted(evictions, key=lambda e: e.t):
+        if (ev.signal, ev.pool) not in seen:
+            seen.add((ev.signal, ev.pool))
+            firsts.append(ev.node)
+    chosen = list(dict.fromkeys([*firsts, *nodes]))[:MAX_PLOTTED_NODES]
+    return [n for n in nodes if n in set(chosen)]
