@@ -124,7 +124,7 @@ def test_a_fleet_report_summarises_then_drills_down(incident: dict[str, Any]) ->
     assert all(d["evictions"] or d["charts"] for d in details)
     assert not any(d["open"] for d in details)
     assert sum(d["evictions"] for d in details) == len(evicted)
-    assert height < 20_000  # (the report before this one: 63,734 px for 50 evictions)
+    assert height < 8_000  # (the report before this one: 63,734 px for 50 evictions)
     # a one-disk node: nodefs and containerfs are one chart; charts on the plotted nodes only
     drawn = [d for d in details if d["charts"]]
     assert 0 < len(drawn) <= 12

@@ -199,17 +199,7 @@ def render_report(r: ReportData) -> str:
     parts += _nodes(r)
     parts += _preemptions(r)
     parts += _shutdowns(r)
-    if r.endings:
-        parts.append(
-            "<h2 id='endings'>Other pod endings</h2><table class='endings'><tr><th>time (UTC)</th><th>decision</th>"
-            "<th>node</th><th>pod</th><th>why</th></tr>"
-        )
-        for e in r.endings:
-            parts.append(
-                f"<tr><td>{_e(_clock(e['time']))}</td><td>{_e(e['type'])}</td><td>{_e(e.get('node') or '')}</td>"
-                f"<td>{_e(e.get('pod') or '')}</td><td>{_e(e['why'])}</td></tr>"
-            )
-        parts.append("</table>")
+    parts += _endings(r)
     parts.append(
         "<h2 id='counts'>Every decision, counted</h2><table class='counts'><tr><th>decision</th><th>count</th></tr>"
     )
@@ -222,6 +212,23 @@ def render_report(r: ReportData) -> str:
     )
     parts.append("</body></html>\n")
     return "\n".join(parts)
+
+
+def _endings(r: ReportData) -> list[str]:
+    """Other pod endings: the first MAX_VERDICTS in a table, the rest behind one line."""
+    if not r.endings:
+        return []
+    head = "<table class='endings'><tr><th>time (UTC)</th><th>decision</th><th>node</th><th>pod</th><th>why</th></tr>"
+    out = ["<h2 id='endings'>Other pod endings</h2>", head]
+    for i, e in enumerate(r.endings):
+        if i == MAX_VERDICTS:
+            out.append(f"</table><details class='more-endings'><summary>{len(r.endings) - i} more</summary>{head}")
+        out.append(
+            f"<tr><td>{_e(_clock(e['time']))}</td><td>{_e(e['type'])}</td><td>{_e(e.get('node') or '')}</td>"
+            f"<td>{_e(e.get('pod') or '')}</td><td>{_e(e['why'])}</td></tr>"
+        )
+    out.append("</table>" + ("</details>" if len(r.endings) > MAX_VERDICTS else ""))
+    return out
 
 
 def _evicted(r: ReportData) -> list[Evicted]:
@@ -485,16 +492,27 @@ def _nodes(r: ReportData) -> list[str]:
     if len(r.nodes) > OPEN_NODES:
         out.append(
             f"<p class='msg'>{len(r.nodes)} nodes, those with the most evictions first; open one for its detail. "
-            f"Charts are drawn for {plotted} of them: the first of each signal and node pool, then the most "
-            "evicted.</p>"
+            f"Charts are drawn for the {plotted} below (the first of each signal and node pool, then the most "
+            "evicted); the others are behind the line after them.</p>"
         )
     by_node: dict[str, list[EvictionRow]] = {}
     for ev in r.evictions:
         by_node.setdefault(ev.node, []).append(ev)
     told = {(v.pod, v.time): v.text for v in r.verdicts if v.type == "PodEvicted"}
-    for section in r.nodes:
-        mine = by_node.get(section.node, [])
-        out += _node(r, section, mine, told, opened=len(r.nodes) <= OPEN_NODES)
+    few = len(r.nodes) <= OPEN_NODES
+    shown = [n for n in r.nodes if few or (n.plotted and n.series)]
+    rest = [n for n in r.nodes if n not in shown]
+    for section in shown:
+        out += _node(r, section, by_node.get(section.node, []), told, opened=few)
+    if rest:
+        # a fleet's hundreds of other nodes: one line to open, not a page of lines
+        out.append(
+            f"<details class='more-nodes' id='more-nodes'><summary>{len(rest)} more nodes, each with its evictions "
+            "and their rankings (no chart drawn)</summary>"
+        )
+        for section in rest:
+            out += _node(r, section, by_node.get(section.node, []), told, opened=False)
+        out.append("</details>")
     return out
 
 
