@@ -30,6 +30,9 @@ class ScenarioStarted(_Data, kw_only=True):
     #: how a loop whose work is per node numbers what it emits (contracts/order.py):
     #: "" by the step, as every run before it; "node" per node, so its work can be split
     order_scheme: str = ""
+    #: recorded Kubernetes Events (``spec.observedEvents``, scenario/observed_events.py):
+    #: what the cluster was seen to do, kept beside the decisions; never an input
+    observed_events: list[dict[str, Any]] = []
 
 
 class ScenarioEnded(_Data, kw_only=True):

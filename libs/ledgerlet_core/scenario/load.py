@@ -46,6 +46,7 @@ from ledgerlet_core.model.timefmt import EPOCH, parse_rfc3339
 from ledgerlet_core.model.usage import LAYOUTS, NodeUsage, PodUsage, parse_node_usage, parse_pod_usage
 from ledgerlet_core.scenario.documents import read_document
 from ledgerlet_core.scenario.json_scenario import plain, read_json_scenario
+from ledgerlet_core.scenario.observed_events import observed_events
 from ledgerlet_core.scheduling.config import SCHEDULER_FIELDS, SCHEDULER_GATES, SchedulerConfig, config_errors
 
 API_VERSION: Final = "ledgerlet/v1"
@@ -62,6 +63,7 @@ _SPEC_FIELDS: Final = frozenset(
         "objects",
         "usage",
         "events",
+        "observedEvents",
     }
 )
 ACTIONS: Final = ("apply", "delete", "stats", "shutdown", "powerOff", "powerOn", "taint", "untaint")
@@ -101,6 +103,8 @@ class Scenario:
     #: how node-scoped loops number their events (contracts/order.py): a run option, not
     #: the file's (``ledgerlet run --order-by-node``; set by a split eviction manager)
     order_scheme: str = ""
+    #: recorded Events (``spec.observedEvents``): observed outcomes, never an input
+    observed_events: list[dict[str, Any]] = field(default_factory=list)
 
     def kubelet_config_for(self, node: str) -> KubeletConfig:
         return self.node_configs.get(node, self.kubelet_config)
@@ -117,6 +121,7 @@ class Scenario:
             source=self.source,
             digest=self.digest,
             order_scheme=self.order_scheme,
+            observed_events=self.observed_events,
         )
 
 
@@ -321,6 +326,7 @@ def _load(text: str, source: str) -> Scenario:
         node_order=node_order,
         node_configs=node_configs,
         warnings=warnings,
+        observed_events=observed_events(_section(spec, "observedEvents", list)),
     )
 
 

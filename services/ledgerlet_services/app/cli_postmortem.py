@@ -151,6 +151,11 @@ def add_parsers(sub: Any) -> None:
     imp.add_argument("--kubelet-config", help="the kubelet's configz or a KubeletConfiguration")
     imp.add_argument("--name", default="imported", help="scenario name")
     imp.add_argument("--out", type=Path, required=True, help="scenario YAML to write")
+    imp.add_argument(
+        "--allow-gaps",
+        action="store_true",
+        help="take recordings more than an hour apart (refused by default: files of two incidents mixed up)",
+    )
     _add_collect(sub)
 
 
@@ -615,6 +620,7 @@ def _import(args: argparse.Namespace, console: Console) -> int:
             kubelet_config=args.kubelet_config,
             name=args.name,
             out=args.out,
+            allow_gaps=args.allow_gaps,
         )
     except InputError as exc:
         error(str(exc))
