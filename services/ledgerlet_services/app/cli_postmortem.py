@@ -16,12 +16,14 @@ from rich.markup import escape
 
 from ledgerlet_core.model.errors import InputError
 from ledgerlet_services.app import messages
+from ledgerlet_services.app.cli_export import add_parser as add_export_parser
+from ledgerlet_services.app.cli_export import run_export
 from ledgerlet_services.app.messages import error
 from ledgerlet_store.dsn import DEFAULT_DSN, sqlite_path
 from ledgerlet_store.store import EventStore
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
-COMMANDS = ("serve", "kubeconfig", "runs", "replay", "whatif", "explain", "report", "import", "collect")
+COMMANDS = ("serve", "kubeconfig", "runs", "replay", "whatif", "explain", "report", "import", "collect", "export")
 
 
 def _store_arg(p: argparse.ArgumentParser) -> None:
@@ -157,6 +159,7 @@ def add_parsers(sub: Any) -> None:
         help="take recordings more than an hour apart (refused by default: files of two incidents mixed up)",
     )
     _add_collect(sub)
+    add_export_parser(sub)
 
 
 def _add_collect(sub: Any) -> None:
@@ -183,6 +186,8 @@ def dispatch(args: argparse.Namespace, console: Console) -> int:
         return _import(args, console)
     if args.command == "collect":
         return _collect(args, console)
+    if args.command == "export":
+        return asyncio.run(run_export(args, console, _open))
     runner = {"runs": _runs, "replay": _replay, "whatif": _whatif, "explain": _explain, "report": _report}[args.command]
     return asyncio.run(runner(args, console))
 
