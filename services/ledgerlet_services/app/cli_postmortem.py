@@ -169,7 +169,10 @@ def _add_collect(sub: Any) -> None:
         description="Reads through the API server (kubectl's kubeconfig): the objects once, then each "
         "node's /stats/summary via the node proxy every --interval for --rounds rounds.",
     )
-    collect.add_argument("--kubeconfig", type=Path, help="default: $KUBECONFIG or ~/.kube/config")
+    collect.add_argument(
+        "--kubeconfig",
+        help="a file or a :-separated list, merged as kubectl does (default: $KUBECONFIG or ~/.kube/config)",
+    )
     collect.add_argument("--context", help="default: the kubeconfig's current context")
     collect.add_argument("--token", help="a bearer token, instead of the kubeconfig user's credentials")
     collect.add_argument("--interval", default="10s", help="between rounds of summaries (default 10s)")
