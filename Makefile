@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT := out
 
-.PHONY: run test lint typecheck imports contracts browser bench golden up compose-test clean
+.PHONY: run test lint typecheck imports contracts browser promtool bench golden up compose-test clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,7 @@ run: $(STAMP)
 ## (in TEST_WORKERS processes, each test file whole in one: its module fixtures, such as
 ## the compose stack, are made once; 2 fits this project's 2-core machine)
 TEST_WORKERS ?= 2
-test: lint typecheck imports contracts browser
+test: lint typecheck imports contracts browser promtool
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 ## golden: write the frozen decision logs (tests/golden) again, after a change meant to alter decisions
@@ -38,6 +38,11 @@ golden: $(STAMP)
 browser:
 	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
 	  || { echo "install Debian's chromium package (the report test renders in it)"; exit 1; }
+
+## promtool: Debian's prometheus package (promtool and the server), which the OpenMetrics export's test backfills and queries with
+promtool:
+	@command -v promtool >/dev/null && command -v prometheus >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null; } \
+	  || { echo "install Debian's prometheus package (the export test backfills with its promtool)"; exit 1; }
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -221,6 +221,39 @@ def test_prometheus_metrics_count_requests_by_route_template(client: TestClient)
     assert 'method="ZZ0"' not in client.get("/metrics").text  # nor do made-up methods
 
 
+def test_the_kube_facade_is_counted_by_route_template_and_the_process_is_measured(client: TestClient) -> None:
+    """Every kubectl request used to be counted as route="/{path:path}"."""
+    ns, name = EVICTED.split("/")
+    asked = {
+        f"/k8s/{RUN}/end/api/v1/namespaces/{ns}/pods/{name}": (200, "/api/v1/namespaces/{namespace}/pods/{name}"),
+        f"/k8s/{RUN}/5m/api/v1/pods": (200, "/api/v1/pods"),
+        f"/k8s/{RUN[:6]}/end/api/v1/nodes/k8s-m1": (200, "/api/v1/nodes/{name}"),
+        f"/k8s/{RUN}/end/apis/policy/v1/namespaces/{ns}/poddisruptionbudgets": (
+            200,
+            "/apis/policy/v1/namespaces/{namespace}/poddisruptionbudgets",
+        ),
+        f"/k8s/{RUN}/end/api/v1/namespaces/{ns}/pods/{name}/log": (
+            403,
+            "/api/v1/namespaces/{namespace}/pods/{name}/log",
+        ),
+        f"/k8s/{RUN}/end/apis/made.up/v9/things": (404, "/apis/{group}/{version}/{resource}"),
+        f"/k8s/{RUN}/end/nonsense/a/b": (404, "/{path}"),
+    }
+    for path, (status, _) in asked.items():
+        assert client.get(path).status_code == status, path
+    text = client.get("/metrics").text
+    for status, route in asked.values():
+        assert (
+            f'ledgerlet_api_requests_total{{method="GET",route="/k8s/{{run}}/{{at}}{route}",status="{status}"}} 1.0'
+            in text
+        )
+    assert "{path:path}" not in text and RUN not in text and name not in text and "made.up" not in text
+    # buckets from a millisecond to a watch's half hour
+    assert 'le="0.001"' in text and 'le="1800.0"' in text
+    for metric in ("process_resident_memory_bytes ", "process_cpu_seconds_total ", "process_open_fds "):
+        assert any(line.startswith(metric) and float(line.split()[1]) > 0 for line in text.splitlines()), metric
+
+
 def test_a_misspelt_type_filter_is_a_400_with_the_closest_type(client: TestClient) -> None:
     """It used to answer 200 and an empty page, as if nothing had happened."""
     answer = client.get(f"/v1/runs/{RUN}/decisions", params={"type": "PodEvictd"})

@@ -10,6 +10,7 @@ import datetime as dt
 import ipaddress
 import json
 import ssl
+import sys
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -23,9 +24,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.scenario.documents import KubernetesLoader
 from ledgerlet_services.app.cli import main
-from ledgerlet_services.app.collect import Client, collect
+from ledgerlet_services.app.collect import ApiError, Client, collect
 from ledgerlet_services.app.kubeconfig import load_kubeconfig
 
 RECORDED = Path(__file__).parents[1] / "data" / "recordings" / "kind-v1.31"
@@ -212,7 +214,7 @@ def test_a_server_not_signed_by_the_ca_is_refused(api: tuple[str, FakeApiServer]
     assert fake.seen_auth == []  # nothing was sent to it
 
 
-def test_wrong_credentials_and_exec_plugins_say_so(
+def test_wrong_credentials_and_failing_exec_plugins_say_so(
     api: tuple[str, FakeApiServer], pki: dict[str, bytes], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     server, _ = api
@@ -225,12 +227,14 @@ def test_wrong_credentials_and_exec_plugins_say_so(
         == 0
     )
     capsys.readouterr()
-    plugin = _kubeconfig(tmp_path / "exec", server, {"exec": {"command": "aws", "args": ["eks", "get-token"]}}, ca)
+    # a plugin that is not there (aws on a machine without it): named, nothing written
+    exec_ = {"apiVersion": "client.authentication.k8s.io/v1beta1", "command": "aws-not-installed", "args": ["eks"]}
+    plugin = _kubeconfig(tmp_path / "exec", server, {"exec": exec_}, ca)
     assert main(["collect", "--kubeconfig", str(plugin), "--out", str(tmp_path / "p")]) == 2
     said = " ".join(capsys.readouterr().err.split())
-    assert f"{plugin}: user kind-kind: exec: exec credential plugins are not run by ledgerlet" in said
+    assert f"{plugin}: context kind-kind: the exec credential plugin 'aws-not-installed' failed:" in said
     assert not (tmp_path / "p").exists()
-    # the way round the message gives works, and an earlier recording is never mixed in
+    # --token instead never runs the plugin; an earlier recording is never mixed in
     args = ["collect", "--kubeconfig", str(plugin), "--token", TOKEN, "--rounds", "1", "--out", str(tmp_path / "p")]
     assert main(args) == 0
     capsys.readouterr()
@@ -244,3 +248,174 @@ def test_a_ca_written_over_several_lines_is_read(
     folded = "\n".join(_b64(pki["ca"])[i : i + 64] for i in range(0, len(_b64(pki["ca"])), 64))
     config = _kubeconfig(tmp_path / "kubeconfig", server, {"token": TOKEN}, {"certificate-authority-data": folded})
     assert collect(Client(load_kubeconfig(config)), tmp_path / "out", interval=0, rounds=1).summaries == 1
+
+
+def _plugin(tmp_path: Path, credential: dict[str, Any], *, exit_code: int = 0) -> Path:
+    """An exec credential plugin: a script that records what kubectl's protocol hands it
+    (KUBERNETES_EXEC_INFO, its arguments) and prints an ExecCredential."""
+    script = tmp_path / "credential-plugin"
+    seen = tmp_path / "plugin-saw.json"
+    script.write_text(
+        f"""#!{sys.executable}
+import json, os, sys
+with open({str(seen)!r}, "a") as f:
+    f.write(json.dumps({{"info": json.loads(os.environ["KUBERNETES_EXEC_INFO"]), "argv": sys.argv[1:],
+                        "region": os.environ.get("AWS_REGION")}}) + "\\n")
+if {exit_code}:
+    print("token expired: run the login first", file=sys.stderr)
+    sys.exit({exit_code})
+print(json.dumps({{"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+                  "status": {json.dumps(credential)}}}))
+"""
+    )
+    script.chmod(0o755)
+    return script
+
+
+def _exec_user(script: Path) -> dict[str, Any]:
+    return {
+        "exec": {
+            "apiVersion": "client.authentication.k8s.io/v1",
+            "command": str(script),
+            "args": ["token", "-i", "kind"],
+            "env": [{"name": "AWS_REGION", "value": "eu-west-1"}],
+            "interactiveMode": "Never",
+        }
+    }
+
+
+def test_an_exec_plugin_is_run_and_its_token_sent(
+    api: tuple[str, FakeApiServer], pki: dict[str, bytes], tmp_path: Path
+) -> None:
+    server, fake = api
+    script = _plugin(tmp_path, {"token": TOKEN, "expirationTimestamp": "2099-01-01T00:00:00Z"})
+    config = _kubeconfig(
+        tmp_path / "kubeconfig", server, _exec_user(script), {"certificate-authority-data": _b64(pki["ca"])}
+    )
+    done = collect(Client(load_kubeconfig(config)), tmp_path / "out", interval=0, rounds=2)
+    assert done.summaries == 2 and set(fake.seen_auth) == {f"Bearer {TOKEN}"}
+    (saw,) = [json.loads(line) for line in (tmp_path / "plugin-saw.json").read_text().splitlines()]
+    assert saw["argv"] == ["token", "-i", "kind"] and saw["region"] == "eu-west-1"
+    assert saw["info"]["kind"] == "ExecCredential" and saw["info"]["apiVersion"] == "client.authentication.k8s.io/v1"
+
+
+def test_an_exec_plugin_may_give_a_client_certificate(
+    api: tuple[str, FakeApiServer], pki: dict[str, bytes], tmp_path: Path
+) -> None:
+    server, fake = api
+    credential = {"clientCertificateData": pki["cert"].decode(), "clientKeyData": pki["key"].decode()}
+    script = _plugin(tmp_path, credential)
+    config = _kubeconfig(
+        tmp_path / "kubeconfig", server, _exec_user(script), {"certificate-authority-data": _b64(pki["ca"])}
+    )
+    assert collect(Client(load_kubeconfig(config)), tmp_path / "out", interval=0, rounds=1).summaries == 1
+    assert set(fake.seen_auth) == {"client-certificate"}
+
+
+def test_a_failing_exec_plugin_says_what_it_said(
+    api: tuple[str, FakeApiServer], pki: dict[str, bytes], tmp_path: Path
+) -> None:
+    server, fake = api
+    script = _plugin(tmp_path, {}, exit_code=3)
+    config = _kubeconfig(
+        tmp_path / "kubeconfig", server, _exec_user(script), {"certificate-authority-data": _b64(pki["ca"])}
+    )
+    with pytest.raises(InputError) as err:
+        load_kubeconfig(config)
+    assert f"the exec credential plugin {str(script)!r} failed: exec: process returned 3" in str(err.value)
+    assert "token expired: run the login first" in str(err.value) and fake.seen_auth == []
+
+
+def test_kubeconfig_lists_are_merged_as_kubectl_merges_them(
+    api: tuple[str, FakeApiServer],
+    pki: dict[str, bytes],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """KUBECONFIG=a:b: the first file to name a cluster, user or context wins, and the
+    first current-context set; each file's relative paths are its own (client-go's
+    clientcmd loading rules)."""
+    server, fake = api
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    (tmp_path / "a" / "ca.pem").write_bytes(pki["ca"])
+    (tmp_path / "b" / "token").write_text(TOKEN)
+    a = tmp_path / "a" / "config"
+    a.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "prod",
+                "clusters": [{"name": "prod", "cluster": {"server": server, "certificate-authority": "ca.pem"}}],
+                "contexts": [{"name": "prod", "context": {"cluster": "prod", "user": "sre"}}],
+            }
+        )
+    )
+    b = tmp_path / "b" / "config"
+    b.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "current-context": "elsewhere",  # (a's is set first: a's wins)
+                "clusters": [{"name": "prod", "cluster": {"server": "https://127.0.0.1:1"}}],  # shadowed by a's
+                "contexts": [{"name": "prod", "context": {"cluster": "prod", "user": "nobody"}}],  # shadowed
+                "users": [{"name": "sre", "user": {"tokenFile": "token"}}],  # relative to b/
+            }
+        )
+    )
+    monkeypatch.setenv("KUBECONFIG", f"{a}:{tmp_path / 'missing'}:{b}")
+    out = tmp_path / "recording"
+    assert main(["collect", "--interval", "0s", "--rounds", "1", "--out", str(out)]) == 0
+    assert set(fake.seen_auth) == {f"Bearer {TOKEN}"}
+    assert "1 summaries over 1 rounds of 1 nodes" in " ".join(capsys.readouterr().out.split())
+    # the other way round, b's context and cluster would be used: unreachable
+    monkeypatch.setenv("KUBECONFIG", f"{b}:{a}")
+    assert main(["collect", "--context", "prod", "--rounds", "1", "--out", str(tmp_path / "r2")]) == 1
+    assert "127.0.0.1:1" in capsys.readouterr().err
+
+
+def test_a_redirect_is_refused_and_the_token_never_follows_it(tmp_path: Path) -> None:
+    """urllib3 would follow it (to another host, or plain http) with the bearer token on;
+    kubectl's client does not send it there: collect stops."""
+    seen: list[str] = []
+
+    class Elsewhere(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen.append(self.headers.get("Authorization", ""))
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    other = ThreadingHTTPServer(("127.0.0.1", 0), Elsewhere)
+
+    class Redirecting(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(302)
+            self.send_header("Location", f"http://127.0.0.1:{other.server_address[1]}{self.path}")
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    first = ThreadingHTTPServer(("127.0.0.1", 0), Redirecting)
+    for s in (other, first):
+        threading.Thread(target=s.serve_forever, daemon=True).start()
+    try:
+        config = _kubeconfig(
+            tmp_path / "kubeconfig", f"http://127.0.0.1:{first.server_address[1]}", {"token": TOKEN}, {}
+        )
+        with pytest.raises(
+            ApiError, match=r"HTTP 302: redirected to http://127\.0\.0\.1:\d+/api/v1/nodes: not followed"
+        ):
+            Client(load_kubeconfig(config)).get("/api/v1/nodes")
+        assert seen == []
+    finally:
+        for s in (other, first):
+            s.shutdown()
+            s.server_close()

@@ -111,8 +111,8 @@ def test_standard_input_is_read_as_dash(tmp_path: Path) -> None:
     assert twice.returncode == 2 and b"standard input (-) can be given once" in twice.stdout + twice.stderr
 
 
-def _imported(out: Path, files: list[Path]) -> Path:
-    import_files(inputs=files, name="imported", out=out)
+def _imported(out: Path, files: list[Path], *, allow_gaps: bool = False) -> Path:
+    import_files(inputs=files, name="imported", out=out, allow_gaps=allow_gaps)
     return out
 
 
@@ -137,9 +137,11 @@ def test_recordings_days_apart_keep_exact_offsets(tmp_path: Path) -> None:
     later = json.loads(json.dumps(first).replace("2025-01-10T09:30:00Z", "2025-01-22T09:30:00.250Z"))
     (tmp_path / "a.json").write_text(json.dumps(first))
     (tmp_path / "b.json").write_text(json.dumps(later))
-    out = _imported(
-        tmp_path / "s.yaml", [RECORDED / "kubectl-get-nodes-pods.yaml", tmp_path / "a.json", tmp_path / "b.json"]
-    )
+    files = [RECORDED / "kubectl-get-nodes-pods.yaml", tmp_path / "a.json", tmp_path / "b.json"]
+    # refused unless asked for (test_import_guards.py), then exact
+    with pytest.raises(InputError, match="12 days apart"):
+        _imported(tmp_path / "s.yaml", files)
+    out = _imported(tmp_path / "s.yaml", files, allow_gaps=True)
     doc = yaml.safe_load(out.read_text())
     assert [e["at"] for e in doc["spec"]["events"]] == ["0s", "1036800.25s"]
     scenario = load_scenario(out.read_text(), str(out))

@@ -81,7 +81,9 @@ def test_ledgerlet_run_serves_prometheus_metrics_when_asked(tmp_path: Path) -> N
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         scraped, deadline = "", time.monotonic() + 60
-        while 'service="eviction-manager"} ' not in scraped:
+        while (
+            'service="eviction-manager"} ' not in scraped or "ledgerlet_decision_latency_seconds_bucket" not in scraped
+        ):
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
             time.sleep(0.2)
             try:
@@ -89,6 +91,14 @@ def test_ledgerlet_run_serves_prometheus_metrics_when_asked(tmp_path: Path) -> N
             except OSError:
                 continue
         assert 'service_name="ledgerlet-embedded"' in scraped
+        # decision latency in buckets sized to seconds, and the process's own resources
+        latency = [
+            line for line in scraped.splitlines() if line.startswith("ledgerlet_decision_latency_seconds_bucket{")
+        ]
+        assert {line.split('le="')[1].split('"')[0] for line in latency} >= {"0.0005", "0.001", "0.1", "30.0", "+Inf"}
+        assert "10000.0" not in {line.split('le="')[1].split('"')[0] for line in latency}
+        for name in ("process_resident_memory_bytes ", "process_cpu_seconds_total ", "process_open_fds "):
+            assert any(line.startswith(name) for line in scraped.splitlines()), name
         counted = [line for line in scraped.splitlines() if line.startswith("ledgerlet_events_in_total{")]
         assert {'service="stats-collector"', 'service="eviction-manager"'} <= {
             part for line in counted for part in line.split("}")[0].split(",")
@@ -111,3 +121,33 @@ def test_a_bad_exporter_stops_ledgerlet_run_before_it_starts(tmp_path: Path) -> 
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 2 and "OTEL_METRICS_EXPORTER='statsd'" in done.stderr
     assert not (tmp_path / "e.db").exists()
+
+
+async def test_latency_buckets_are_seconds_and_the_process_is_measured(tmp_path: Path) -> None:
+    """The decision latency's buckets run from half a millisecond to 30 s (the SDK's
+    default, 0 ... 10000, is milliseconds'); RSS, CPU time and open descriptors are
+    instruments of their own for OTLP and the console."""
+    from ledgerlet_services.runtime.telemetry import LATENCY_BUCKETS
+
+    metrics = InMemoryMetricReader()
+    telemetry = Telemetry.build("embedded", metric_reader=metrics)
+    path = EXAMPLES / "memory-pressure.yaml"
+    store = await EventStore.open(f"sqlite:///{tmp_path / 'e.db'}")
+    try:
+        await run_embedded(load_scenario(path.read_text(), str(path)), store, run="tele", telemetry=telemetry)
+    finally:
+        await store.close()
+    found = {
+        m.name: m for rm in metrics.get_metrics_data().resource_metrics for sm in rm.scope_metrics for m in sm.metrics
+    }
+    points = list(found["ledgerlet.decision.latency"].data.data_points)
+    assert points and all(tuple(p.explicit_bounds) == LATENCY_BUCKETS for p in points)
+    assert sum(p.count for p in points) > 0
+    below = sum(sum(p.bucket_counts[: LATENCY_BUCKETS.index(1.0) + 1]) for p in points)
+    assert below == sum(p.count for p in points)  # the embedded run decides in well under a second
+    rss = next(iter(found["process.memory.usage"].data.data_points)).value
+    assert 20 << 20 < rss < 8 << 30
+    cpu = {dict(p.attributes)["cpu.mode"]: p.value for p in found["process.cpu.time"].data.data_points}
+    assert cpu["user"] > 0
+    assert next(iter(found["process.open_file_descriptor.count"].data.data_points)).value >= 3
+    telemetry.shutdown()

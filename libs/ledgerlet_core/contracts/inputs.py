@@ -34,6 +34,9 @@ class ScenarioStarted(_Data, kw_only=True):
     #: stats follow from the inputs); "whole" with every pod's stats too
     #: (``ledgerlet run --store-observations full``)
     observations: str = ""
+    #: recorded Kubernetes Events (``spec.observedEvents``, scenario/observed_events.py):
+    #: what the cluster was seen to do, kept beside the decisions; never an input
+    observed_events: list[dict[str, Any]] = []
 
 
 #: ``ScenarioStarted.observations``: derived observations kept with every pod's stats

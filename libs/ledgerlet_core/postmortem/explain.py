@@ -77,6 +77,8 @@ class Explanation:
     ranking: list[dict[str, Any]] = field(default_factory=list)
     grace: str = ""
     signal: dict[str, Any] | None = None
+    #: the recording's own events about the pod (``spec.observedEvents``), oldest first
+    observed: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -111,7 +113,41 @@ class Explanation:
             lines.append("")
         if self.grace:
             lines.append(f"Grace period: {self.grace}")
+            lines.append("")
+        lines += self._beside_the_recording()
         return "\n".join(lines).rstrip() + "\n"
+
+    def _beside_the_recording(self) -> list[str]:
+        """The cluster's own events about the pod, ledgerlet's decision under them: the
+        real ``Evicted`` message beside the re-derived one."""
+        if not self.observed:
+            return []
+        lines = ["Beside the recording (the cluster's own events about this pod):"]
+        for e in self.observed:
+            source = e.get("source") or {}
+            by = " on ".join(x for x in (source.get("component"), source.get("host")) if x)
+            times = f" x{e['count']}" if e.get("count", 1) > 1 else ""
+            lines.append(
+                f"  recorded   {e.get('time') or '(no time)'}  {e.get('type', '')} {e['reason']}{times}"
+                + (f" ({by})" if by else "")
+                + f": {e.get('message', '')}".rstrip(": ")
+            )
+        if self.outcome is not None:
+            message = str(self.outcome["data"].get("message") or self.verdict)
+            lines.append(f"  ledgerlet  {self.outcome['time']}  {self.outcome['type']}: {message.strip()}")
+            real = [e for e in self.observed if e["reason"] == "Evicted"]
+            if self.outcome["type"] == "PodEvicted" and real:
+                same = any(
+                    e.get("message", "").strip() == str(self.outcome["data"].get("message", "")).strip() for e in real
+                )
+                lines.append(
+                    "  the same message as recorded"
+                    if same
+                    else "  the messages differ: the recording's is what the kubelet said then"
+                )
+        else:
+            lines.append("  ledgerlet  did not end the pod in this run")
+        return lines
 
 
 def _data(env: Envelope) -> dict[str, Any]:
@@ -138,13 +174,16 @@ def explain(
     node_events: Sequence[Envelope],
     observations: Sequence[Envelope],
     thresholds: Sequence[Threshold],
+    observed: Sequence[dict[str, Any]] = (),
 ) -> Explanation:
+    """``observed``: the recording's own events about the pod, set beside the decision."""
+
     def when(t: int) -> str:
         return format_rfc3339(start, t)
 
     end = ending(pod_events)
     node = next((e.node for e in reversed(pod_events) if e.node), None)
-    exp = Explanation(run=run, pod=pod, node=node, verdict="", outcome=None)
+    exp = Explanation(run=run, pod=pod, node=node, verdict="", outcome=None, observed=list(observed))
     steps: list[Step] = []
     for e in pod_events:
         text = _pod_step(e)

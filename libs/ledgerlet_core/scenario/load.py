@@ -46,6 +46,7 @@ from ledgerlet_core.model.timefmt import EPOCH, parse_rfc3339
 from ledgerlet_core.model.usage import LAYOUTS, NodeUsage, PodUsage, parse_node_usage, parse_pod_usage
 from ledgerlet_core.scenario.documents import read_document
 from ledgerlet_core.scenario.json_scenario import plain, read_json_scenario
+from ledgerlet_core.scenario.observed_events import observed_events
 from ledgerlet_core.scheduling.config import SCHEDULER_FIELDS, SCHEDULER_GATES, SchedulerConfig, config_errors
 
 API_VERSION: Final = "ledgerlet/v1"
@@ -62,6 +63,7 @@ _SPEC_FIELDS: Final = frozenset(
         "objects",
         "usage",
         "events",
+        "observedEvents",
     }
 )
 ACTIONS: Final = ("apply", "delete", "stats", "shutdown", "powerOff", "powerOn", "taint", "untaint")
@@ -103,6 +105,8 @@ class Scenario:
     order_scheme: str = ""
     #: how derived observations are stored (``ScenarioStarted.observations``): a run option
     observations: str = ""
+    #: recorded Events (``spec.observedEvents``): observed outcomes, never an input
+    observed_events: list[dict[str, Any]] = field(default_factory=list)
 
     def kubelet_config_for(self, node: str) -> KubeletConfig:
         return self.node_configs.get(node, self.kubelet_config)
@@ -120,6 +124,7 @@ class Scenario:
             digest=self.digest,
             order_scheme=self.order_scheme,
             observations=self.observations,
+            observed_events=self.observed_events,
         )
 
 
@@ -324,6 +329,7 @@ def _load(text: str, source: str) -> Scenario:
         node_order=node_order,
         node_configs=node_configs,
         warnings=warnings,
+        observed_events=observed_events(_section(spec, "observedEvents", list)),
     )
 
 

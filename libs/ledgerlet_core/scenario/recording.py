@@ -21,6 +21,8 @@ from ledgerlet_core.kubelet.config import FEATURE_GATE_DEFAULTS, KubeletConfigSp
 from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.model.k8s.priority import CONFIG_MIRROR_ANNOTATION, CONFIG_SOURCE_ANNOTATION
 from ledgerlet_core.model.timefmt import parse_rfc3339
+from ledgerlet_core.scenario.observed_events import is_event, observed_event
+from ledgerlet_core.scenario.recording_gaps import MAX_GAP, check_gaps
 
 #: object kinds a scenario models; others in a kubectl dump are skipped (and counted)
 KINDS = (
@@ -106,6 +108,10 @@ class Collected:
     #: the API UID of each mirror pod -> the UID its kubelet knows it by
     mirror_uids: dict[str, str] = field(default_factory=dict)
     static_pods: list[str] = field(default_factory=list)
+    #: recorded Events, as the cluster had them (scenario/observed_events.py)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    #: recorded Events that could not be read, and why
+    unread_events: list[str] = field(default_factory=list)
 
 
 def collect_objects(documents: Sequence[tuple[str, Any]]) -> Collected:
@@ -118,10 +124,23 @@ def collect_objects(documents: Sequence[tuple[str, Any]]) -> Collected:
     for source, doc in documents:
         if not isinstance(doc, dict):
             raise InputError("expected a Kubernetes object or list (kubectl get ... -o yaml|json)", file=source)
-        for _, obj in _items(doc, source):
+        for where, obj in _items(doc, source):
             kind = obj.get("kind")
             if not isinstance(kind, str):
                 raise InputError("not a Kubernetes object", file=source, field="kind")
+            if is_event(obj):
+                meta = obj.get("metadata") or {}
+                try:
+                    observed_event(obj, where or "Event")
+                except InputError as exc:  # (never an input: one that cannot be read is left out, and said)
+                    collected.skipped["Event"] = collected.skipped.get("Event", 0) + 1
+                    collected.unread_events.append(f"{source}: Event {meta.get('name') or '?'} ({exc})")
+                    continue
+                key = ("Event", str(meta.get("namespace", "")), str(meta.get("name", "")))
+                if key not in seen or not key[2]:
+                    seen.add(key)
+                    collected.events.append(clean_object(obj))
+                continue
             if kind not in KINDS:
                 collected.skipped[kind] = collected.skipped.get(kind, 0) + 1
                 continue
@@ -211,8 +230,10 @@ def build_scenario(
     summaries: Sequence[tuple[str, Any]],
     kubelet_config: Mapping[str, Any] | None = None,
     housekeeping_seconds: int = 10,
+    max_gap: timedelta | None = MAX_GAP,
 ) -> tuple[dict[str, Any], list[str]]:
-    """The scenario document and notes for the user (what was skipped or assumed)."""
+    """The scenario document and notes for the user (what was skipped or assumed).
+    Recordings more than ``max_gap`` apart are refused (recording_gaps.py; None: taken)."""
     notes: list[str] = []
     collected = collect_objects(objects)
     objs, skipped = collected.objects, collected.skipped
@@ -233,6 +254,7 @@ def build_scenario(
             )
         timed.append((at, source, _as_kubelet_uids(summary, collected.mirror_uids)))
     timed.sort(key=lambda x: (x[0], x[1]))
+    check_gaps([(at, source) for at, source, _ in timed], max_gap)
     start = timed[0][0].replace(microsecond=0) if timed else None
     events = []
     for at, _, summary in timed:
@@ -250,6 +272,15 @@ def build_scenario(
             notes.append(f"kubelet configuration fields not modelled: {', '.join(dropped)}")
     spec["objects"] = objs
     spec["events"] = events
+    if collected.unread_events:
+        shown = "; ".join(collected.unread_events[:3]) + (" ..." if len(collected.unread_events) > 3 else "")
+        notes.append(f"recorded events not kept ({len(collected.unread_events)}): {shown}")
+    if collected.events:
+        spec["observedEvents"] = collected.events
+        notes.append(
+            f"{len(collected.events)} recorded events kept as observed outcomes (spec.observedEvents; "
+            "explain sets them beside the decisions)"
+        )
     observed = {s["node"]["nodeName"] for _, _, s in timed}
     silent = sorted(nodes - observed)
     if collected.static_pods:

@@ -158,6 +158,30 @@ def scenario_schema() -> dict[str, Any]:
         struct_name = root["$ref"].rsplit("/", 1)[-1]
         defs[name] = defs.pop(struct_name) if struct_name != name else defs[name]
     defs |= {
+        "RecordedEvent": {
+            "type": "object",
+            "description": "a core v1 Event (involvedObject, message, source, count, lastTimestamp) or an "
+            "events.k8s.io/v1 Event (regarding, note, reportingController, series), as kubectl prints it",
+            "required": ["apiVersion", "kind", "reason"],
+            "properties": {
+                "apiVersion": {"enum": ["v1", "events.k8s.io/v1", "events.k8s.io/v1beta1"]},
+                "kind": {"const": "Event"},
+                "reason": {"type": "string", "minLength": 1},
+                "involvedObject": {"$ref": "#/$defs/EventObject"},
+                "regarding": {"$ref": "#/$defs/EventObject"},
+                "count": {"type": "integer", "minimum": 1},
+            },
+            "anyOf": [{"required": ["involvedObject"]}, {"required": ["regarding"]}],
+        },
+        "EventObject": {
+            "type": "object",
+            "required": ["kind", "name"],
+            "properties": {
+                "kind": {"type": "string", "minLength": 1},
+                "namespace": {"type": "string"},
+                "name": {"type": "string", "minLength": 1},
+            },
+        },
         "Quantity": _QUANTITY,
         "Duration": _DURATION,
         "Series": _SERIES,
@@ -184,6 +208,12 @@ def scenario_schema() -> dict[str, Any]:
             "objects": {"type": "array", "items": {"$ref": "#/$defs/KubernetesObject"}},
             "usage": _usage(),
             "events": {"type": "array", "items": _event()},
+            "observedEvents": {
+                "type": "array",
+                "description": "recorded Events (kubectl get events -o yaml): what the cluster was seen to do, "
+                "kept beside the decisions (explain shows them); never an input",
+                "items": {"$ref": "#/$defs/RecordedEvent"},
+            },
         },
     }
     return {

@@ -17,13 +17,15 @@ from rich.markup import escape
 
 from ledgerlet_core.model.errors import InputError
 from ledgerlet_services.app import messages, progress
+from ledgerlet_services.app.cli_export import add_parser as add_export_parser
+from ledgerlet_services.app.cli_export import run_export
 from ledgerlet_services.app.messages import error
 from ledgerlet_services.app.progress import add_progress_arg
 from ledgerlet_store.dsn import DEFAULT_DSN, sqlite_path
 from ledgerlet_store.store import EventStore
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
-COMMANDS = ("serve", "kubeconfig", "runs", "replay", "whatif", "explain", "report", "import", "collect")
+COMMANDS = ("serve", "kubeconfig", "runs", "replay", "whatif", "explain", "report", "import", "collect", "export")
 
 
 def _store_arg(p: argparse.ArgumentParser) -> None:
@@ -174,7 +176,13 @@ def add_parsers(sub: Any) -> None:
     imp.add_argument("--kubelet-config", help="the kubelet's configz or a KubeletConfiguration")
     imp.add_argument("--name", default="imported", help="scenario name")
     imp.add_argument("--out", type=Path, required=True, help="scenario YAML to write (-: standard output)")
+    imp.add_argument(
+        "--allow-gaps",
+        action="store_true",
+        help="take recordings more than an hour apart (refused by default: files of two incidents mixed up)",
+    )
     _add_collect(sub)
+    add_export_parser(sub)
 
 
 def _add_collect(sub: Any) -> None:
@@ -184,7 +192,10 @@ def _add_collect(sub: Any) -> None:
         description="Reads through the API server (kubectl's kubeconfig): the objects once, then each "
         "node's /stats/summary via the node proxy every --interval for --rounds rounds.",
     )
-    collect.add_argument("--kubeconfig", type=Path, help="default: $KUBECONFIG or ~/.kube/config")
+    collect.add_argument(
+        "--kubeconfig",
+        help="a file or a :-separated list, merged as kubectl does (default: $KUBECONFIG or ~/.kube/config)",
+    )
     collect.add_argument("--context", help="default: the kubeconfig's current context")
     collect.add_argument("--token", help="a bearer token, instead of the kubeconfig user's credentials")
     collect.add_argument("--interval", default="10s", help="between rounds of summaries (default 10s)")
@@ -201,6 +212,8 @@ def dispatch(args: argparse.Namespace, console: Console) -> int:
         return _import(args, console)
     if args.command == "collect":
         return _collect(args, console)
+    if args.command == "export":
+        return asyncio.run(run_export(args, console, _open))
     runner = {"runs": _runs, "replay": _replay, "whatif": _whatif, "explain": _explain, "report": _report}[args.command]
     return asyncio.run(runner(args, console))
 
@@ -709,6 +722,7 @@ def _import(args: argparse.Namespace, console: Console) -> int:
             kubelet_config=args.kubelet_config,
             name=args.name,
             out=args.out,
+            allow_gaps=args.allow_gaps,
         )
     except InputError as exc:
         error(str(exc))

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,44 +55,54 @@ class ApiError(RuntimeError):
         self.status = status
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    """A redirect is an error: urllib would carry the bearer token to wherever it points
-    (another host, or plain http); kubectl's client drops it there."""
-
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
 class Client:
-    """GETs JSON from one API server (no watch, no write: collect only reads)."""
+    """GETs JSON from one API server through the Kubernetes client's connection pool (its
+    TLS: the cluster's CA, a client certificate from files or a plugin) and credentials
+    (a token from an exec plugin renewed when it expires). No watch, no write: collect
+    only reads; a redirect is an error (the token would follow it)."""
 
     def __init__(self, api: ApiServer, timeout: float = REQUEST_TIMEOUT) -> None:
+        from kubernetes.client.rest import RESTClientObject
+
         self.api = api
         self.timeout = timeout
-        self._opener = urllib.request.build_opener(_NoRedirects(), urllib.request.HTTPSHandler(context=api.tls))
+        self._pool = RESTClientObject(api.configuration).pool_manager
+
+    def _auth(self) -> dict[str, str]:
+        cfg = self.api.configuration
+        token = cfg.get_api_key_with_prefix("BearerToken", alias="authorization")  # (refreshes an expired one)
+        if token:
+            return {"Authorization": str(token)}
+        return {}
 
     def get(self, path: str) -> Any:
-        request = urllib.request.Request(
-            self.api.server + path, headers={"Accept": "application/json", **self.api.headers}
-        )
+        from urllib3.exceptions import HTTPError
+
         try:
-            with self._opener.open(request, timeout=self.timeout) as answer:
-                return json.loads(answer.read())
-        except urllib.error.HTTPError as exc:
-            raise ApiError(path, exc.code, _reason(exc)) from None
-        except (urllib.error.URLError, OSError) as exc:
-            raise ApiError(path, None, str(getattr(exc, "reason", exc))) from None
-        except json.JSONDecodeError as exc:
+            headers = {"Accept": "application/json", **self._auth()}
+            answer = self._pool.request(
+                "GET", self.api.server + path, headers=headers, timeout=self.timeout, redirect=False, retries=False
+            )
+        except (HTTPError, OSError) as exc:
+            raise ApiError(path, None, str(getattr(exc, "reason", None) or exc)) from None
+        if 300 <= answer.status < 400:
+            where = answer.headers.get("Location", "elsewhere")
+            raise ApiError(path, answer.status, f"redirected to {where}: not followed")
+        if not 200 <= answer.status < 300:
+            raise ApiError(path, answer.status, _reason(answer.data, answer.reason))
+        try:
+            return json.loads(answer.data)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ApiError(path, None, f"not JSON: {exc}") from None
 
 
-def _reason(exc: urllib.error.HTTPError) -> str:
+def _reason(body: bytes, reason: str | None) -> str:
     """The API server's Status message when it sent one."""
     try:
-        status = json.loads(exc.read())
-        return str(status.get("message") or exc.reason)
-    except (ValueError, AttributeError, OSError):
-        return str(exc.reason)
+        status = json.loads(body)
+        return str(status.get("message") or reason)
+    except (ValueError, TypeError, AttributeError):
+        return str(reason)
 
 
 @dataclass

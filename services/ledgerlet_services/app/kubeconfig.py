@@ -1,155 +1,147 @@
-"""How to reach a cluster's API server, from a kubeconfig as kubectl reads it: the
-current (or named) context's cluster and user, with TLS and credentials.
+"""How to reach a cluster's API server, from kubeconfigs as kubectl reads them, through the
+official Kubernetes Python client (``kubernetes`` on PyPI, kubernetes-client/python).
 
-Supported credentials: a bearer token (``token``, ``tokenFile``), a client certificate
-(``client-certificate[-data]`` with ``client-key[-data]``) and basic auth. ``exec`` and
-``auth-provider`` plugins run programs of their own and are refused with a way round.
+What kubectl does and the client does the same way: ``KUBECONFIG`` as a list of files
+(``a:b``) merged, the first file to name a cluster, context or user winning (and the
+first ``current-context`` set being the one, as client-go has it, read here: the Python
+client lets the last win); paths inside each file relative to that file;
+bearer tokens (``token``, ``tokenFile``), client certificates (files or ``-data``),
+basic auth, the cluster's CA or ``insecure-skip-tls-verify``, ``tls-server-name`` and
+``proxy-url``; and ``exec`` credential plugins (every EKS, GKE and AKS kubeconfig): the
+program is run with ``KUBERNETES_EXEC_INFO`` and its ``ExecCredential`` gives a token or
+a client certificate, run again when the token's ``expirationTimestamp`` passes.
 """
 
 from __future__ import annotations
 
-import base64
+import logging
 import os
-import ssl
-import tempfile
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ledgerlet_core.model.errors import InputError
+
+#: ledgerlet's note on each exec failure, beside the client's own message
+_LOGGER = "root"
 
 
 @dataclass(frozen=True)
 class ApiServer:
-    """One API server and how to talk to it."""
+    """One API server and the client configuration that reaches it."""
 
     server: str
-    headers: dict[str, str] = field(default_factory=dict)
-    tls: ssl.SSLContext | None = None
+    #: a ``kubernetes.client.Configuration`` (typed loosely: the client ships no types)
+    configuration: Any = None
+    #: the kubeconfig files read, for messages
+    sources: tuple[str, ...] = field(default_factory=tuple)
 
 
-def default_path() -> Path:
-    """``$KUBECONFIG`` (its first file) or ``~/.kube/config``, as kubectl looks."""
+def default_paths() -> str:
+    """``$KUBECONFIG`` (a list, as kubectl takes it) or ``~/.kube/config``."""
     env = os.environ.get("KUBECONFIG", "")
-    first = next((p for p in env.split(os.pathsep) if p), None)
-    return Path(first) if first else Path.home() / ".kube" / "config"
+    return env if any(p for p in env.split(os.pathsep)) else str(Path.home() / ".kube" / "config")
 
 
-def _named(entries: Any, kind: str, name: str, source: str) -> dict[str, Any]:
-    for i, entry in enumerate(entries or []):
-        if isinstance(entry, dict) and entry.get("name") == name:
-            body = entry.get(kind)
-            if not isinstance(body, dict):
-                raise InputError("expected a mapping", file=source, obj=f"{kind}s[{i}] {name}", field=kind)
-            return body
-    raise InputError(f"no {kind} named {name!r}", file=source, field=f"{kind}s")
+class _Captured(logging.Handler):
+    """The client logs an exec plugin's failure instead of raising it: kept to say why."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
 
 
-def _bytes(section: Mapping[str, Any], key: str, base: Path, source: str, obj: str) -> bytes | None:
-    """``KEY-data`` (base64) or the file ``KEY`` names (relative to the kubeconfig)."""
-    data = section.get(f"{key}-data")
-    if data:
-        try:  # (Go's decoder skips line breaks, and kubeconfigs written by hand have them)
-            return base64.b64decode("".join(str(data).split()), validate=True)
-        except ValueError:
-            raise InputError("not base64", file=source, obj=obj, field=f"{key}-data") from None
-    path = section.get(key)
-    if path:
+def load_kubeconfig(
+    path: Path | str | None = None, context: str | None = None, *, token: str | None = None
+) -> ApiServer:
+    """The API server of ``context`` (default: the current context) in ``path`` (a file or
+    a ``:``-separated list; default ``$KUBECONFIG`` or ``~/.kube/config``); with ``token``,
+    that bearer token instead of the user's own credentials (no plugin is run)."""
+    from kubernetes import client as k8s_client
+    from kubernetes.config.config_exception import ConfigException
+    from kubernetes.config.kube_config import KubeConfigLoader, KubeConfigMerger
+
+    paths = str(path) if path is not None else default_paths()
+    files = tuple(p for p in paths.split(os.pathsep) if p)
+    source = os.pathsep.join(files)
+    missing = [p for p in files if not Path(p).expanduser().is_file()]
+    if len(missing) == len(files):
+        raise InputError("no such file", file=source)
+    try:
+        merged = KubeConfigMerger(paths).config
+    except OSError as exc:
+        raise InputError(exc.strerror or str(exc), file=source) from None
+    except Exception as exc:  # (YAML errors, an empty file: the client's own words)
+        raise InputError(f"not a kubeconfig: {exc}", file=source) from None
+    if merged is None or not isinstance(merged.value, dict):
+        raise InputError("expected a kubeconfig (kind: Config)", file=source)
+    name = context or _first_current_context(files)
+    if not name:
+        raise InputError("no current-context; give --context", file=source, field="current-context")
+    if token:
+        _token_instead(merged, name, token, source)
+    configuration = k8s_client.Configuration()
+    captured = _Captured()
+    logging.getLogger(_LOGGER).addHandler(captured)
+    try:
+        # (config_base_path=None: each file's relative paths from that file, as kubectl reads them)
+        loader = KubeConfigLoader(config_dict=merged, active_context=name, config_base_path=None)
+        cluster = loader._cluster  # (the client's own view of the context's cluster)
+        server = cluster.safe_get("server") if cluster is not None else None
+        if not isinstance(server, str) or not server.startswith(("https://", "http://")):
+            raise InputError(
+                "expected an http(s):// URL", file=source, obj=f"context {name}: its cluster", field="server"
+            )
+        loader.load_and_set(configuration)
+    except ConfigException as exc:
+        raise InputError(str(exc), file=source, obj=f"context {name}") from None
+    except (ValueError, TypeError, KeyError) as exc:
+        raise InputError(f"not usable: {exc}", file=source, obj=f"context {name}") from None
+    finally:
+        logging.getLogger(_LOGGER).removeHandler(captured)
+    user = loader._user
+    if user is not None and user.safe_get("exec") and not (configuration.api_key or configuration.cert_file):
+        why = "; ".join(captured.messages) or "it gave neither a token nor a client certificate"
+        command = user["exec"].safe_get("command")
+        raise InputError(f"the exec credential plugin {command!r} failed: {why}", file=source, obj=f"context {name}")
+    return ApiServer(server=server.rstrip("/"), configuration=configuration, sources=files)
+
+
+def _first_current_context(files: tuple[str, ...]) -> str | None:
+    """The first file's ``current-context`` that sets one: client-go merges struct values
+    such as it from the last file to the first (clientcmd/loader.go ``Load``), so the first
+    wins; the Python client's merger lets the last win, so it is read here."""
+    import yaml
+
+    for name in files:
+        path = Path(name).expanduser()
+        if not path.is_file():
+            continue
         try:
-            return (base / str(path)).read_bytes()
-        except OSError as exc:
-            raise InputError(exc.strerror or str(exc), file=source, obj=obj, field=key) from None
+            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError) as exc:
+            raise InputError(f"not a kubeconfig: {exc}", file=name) from None
+        current = doc.get("current-context") if isinstance(doc, dict) else None
+        if isinstance(current, str) and current:
+            return current
     return None
 
 
-def _tls(
-    cluster: Mapping[str, Any], user: Mapping[str, Any], base: Path, source: str, names: tuple[str, str]
-) -> ssl.SSLContext:
-    cluster_obj, user_obj = f"cluster {names[0]}", f"user {names[1]}"
-    insecure = bool(cluster.get("insecure-skip-tls-verify"))
-    ca = None if insecure else _bytes(cluster, "certificate-authority", base, source, cluster_obj)
-    # With the cluster's CA given, it alone is trusted (as kubectl does), not every public CA too.
-    ctx = ssl.create_default_context() if ca is None else ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
-    if insecure:
-        ctx.check_hostname = False
-        ctx.verify_mode = ssl.CERT_NONE
-    elif ca is not None:
-        try:
-            ctx.load_verify_locations(cadata=ca.decode("ascii"))
-        except (ssl.SSLError, UnicodeDecodeError, ValueError):
-            given = (
-                "certificate-authority-data" if cluster.get("certificate-authority-data") else "certificate-authority"
-            )
-            raise InputError("not a PEM certificate", file=source, obj=cluster_obj, field=given) from None
-    cert = _bytes(user, "client-certificate", base, source, user_obj)
-    key = _bytes(user, "client-key", base, source, user_obj)
-    if (cert is None) != (key is None):
-        raise InputError("a client certificate needs its key and the key its certificate", file=source, obj=user_obj)
-    if cert is not None and key is not None:
-        # ssl loads a chain from files only: a private directory, gone once loaded
-        with tempfile.TemporaryDirectory(prefix="ledgerlet-kubeconfig-") as tmp:
-            cert_path, key_path = Path(tmp) / "cert.pem", Path(tmp) / "key.pem"
-            for path, content in ((cert_path, cert), (key_path, key)):
-                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                with os.fdopen(fd, "wb") as f:
-                    f.write(content)
-            try:
-                ctx.load_cert_chain(cert_path, key_path)
-            except ssl.SSLError as exc:
-                raise InputError(
-                    f"client certificate or key not usable: {exc.reason}", file=source, obj=user_obj
-                ) from None
-    return ctx
-
-
-def load_kubeconfig(path: Path | None = None, context: str | None = None, *, token: str | None = None) -> ApiServer:
-    """The API server of ``context`` (default: the current context) in ``path``; with
-    ``token``, that bearer token instead of the user's own credentials."""
-    path = path or default_path()
-    source = str(path)
-    try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise InputError(exc.strerror or str(exc), file=source) from None
-    except yaml.YAMLError as exc:
-        raise InputError(f"not valid YAML: {exc}", file=source) from None
-    if not isinstance(doc, dict):
-        raise InputError("expected a kubeconfig (kind: Config)", file=source)
-    name = context or doc.get("current-context")
-    if not name:
-        raise InputError("no current-context; give --context", file=source, field="current-context")
-    ctx = _named(doc.get("contexts"), "context", name, source)
-    cluster_name, user_name = ctx.get("cluster", ""), ctx.get("user", "")
-    cluster = _named(doc.get("clusters"), "cluster", cluster_name, source)
-    user = _named(doc.get("users"), "user", user_name, source) if user_name and not token else {}
-    server = cluster.get("server")
-    if not isinstance(server, str) or not server.startswith(("https://", "http://")):
-        raise InputError("expected an http(s):// URL", file=source, obj=f"cluster {cluster_name}", field="server")
-    for plugin in ("exec", "auth-provider"):
-        if user.get(plugin):
-            raise InputError(
-                f"{plugin} credential plugins are not run by ledgerlet; give a token instead "
-                '(e.g. --token "$(kubectl create token SERVICEACCOUNT)")',
-                file=source,
-                obj=f"user {user_name}",
-                field=plugin,
-            )
-    headers: dict[str, str] = {}
-    token = token or user.get("token")
-    if not token and user.get("tokenFile"):
-        try:
-            token = (path.parent / user["tokenFile"]).read_text(encoding="utf-8").strip()
-        except OSError as exc:
-            raise InputError(
-                exc.strerror or str(exc), file=source, obj=f"user {user_name}", field="tokenFile"
-            ) from None
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    elif user.get("username"):
-        basic = base64.b64encode(f"{user['username']}:{user.get('password', '')}".encode()).decode()
-        headers["Authorization"] = f"Basic {basic}"
-    tls = _tls(cluster, user, path.parent, source, (cluster_name, user_name)) if server.startswith("https://") else None
-    return ApiServer(server=server.rstrip("/"), headers=headers, tls=tls)
+def _token_instead(merged: Any, context: str, token: str, source: str) -> None:
+    """The context's user replaced by a bearer token (its plugins never run)."""
+    contexts = [c for c in merged.value.get("contexts") or [] if c["name"] == context]
+    if not contexts:
+        raise InputError(f"no context named {context!r}", file=source, field="contexts")
+    user_name = contexts[0]["context"].safe_get("user")
+    replaced = False
+    for entry in merged.value.get("users") or []:
+        if entry["name"] == user_name:
+            entry.value["user"] = {"token": token}
+            replaced = True
+    if not replaced:
+        merged.value["users"].append({"name": user_name or "ledgerlet-token", "user": {"token": token}})
+        if not user_name:
+            contexts[0]["context"].value["user"] = "ledgerlet-token"

@@ -3,7 +3,10 @@ ledgerlet accepts it, and only then writes it.
 
 Files are YAML or JSON, as operators have them: ``kubectl get ... -o yaml|json``, the
 kubelet's ``/pods``, ``/stats/summary`` and ``/configz``. Files given without saying
-what they hold are sorted by their content; ``-`` is standard input.
+what they hold are sorted by their content; ``-`` is standard input. A directory is read
+file by file by content, whatever the names (``kubelet_stats_summary`` has no
+extension); what is not a recording (a README, an archive, a half-written dot-file) is
+skipped and said, with why.
 """
 
 from __future__ import annotations
@@ -22,10 +25,9 @@ from ledgerlet_core.scenario.bounds import check_size, decode_text
 from ledgerlet_core.scenario.documents import KubernetesLoader, read_documents
 from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_core.scenario.recording import build_scenario, offset_text
+from ledgerlet_core.scenario.recording_gaps import MAX_GAP
 
 STDIN = "-"
-#: what is read of a directory (dot-files, such as a half-written ``.x.json.tmp``, are not)
-RECORDING_SUFFIXES = (".json", ".yaml", ".yml")
 
 
 @dataclass
@@ -35,6 +37,8 @@ class Recording:
     objects: list[tuple[str, Any]] = field(default_factory=list)
     summaries: list[tuple[str, Any]] = field(default_factory=list)
     configs: list[tuple[str, Any]] = field(default_factory=list)
+    #: files of a directory that were not read, and why
+    skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
 class _Reader:
@@ -43,15 +47,36 @@ class _Reader:
     def __init__(self, stdin: BinaryIO | None) -> None:
         self._stdin = stdin
         self._stdin_read = False
+        self.skipped: list[tuple[str, str]] = []
 
     def documents(self, name: str | Path) -> list[tuple[str, Any]]:
-        """The documents of a file, or of every YAML and JSON file under a directory (what
-        ``ledgerlet collect`` writes), in name order."""
+        """The documents of a file, or of every file under a directory that holds
+        recordings (what ``ledgerlet collect`` writes, or a folder of files by hand), in
+        name order; the others are skipped with the reason."""
         if str(name) != STDIN and Path(name).is_dir():
-            files = sorted(p for p in Path(name).rglob("*") if _recording(p))
-            if not files:
-                raise InputError("no .json, .yaml or .yml file in the directory", file=str(name))
-            return [doc for f in files for doc in self._file(f)]
+            out: list[tuple[str, Any]] = []
+            files = sorted(p for p in Path(name).rglob("*") if p.is_file())
+            for f in files:
+                why = _not_a_recording(f, Path(name))
+                if why is None:
+                    try:
+                        docs = self._file(f)
+                    except InputError as exc:
+                        why = exc.message
+                    else:
+                        why = next((_unknown(d) for _, d in docs if _unknown(d)), None)
+                        if why is None:
+                            out += docs
+                            continue
+                self.skipped.append((str(f), why))
+            if not out:
+                reasons = "; ".join(f"{f}: {why}" for f, why in self.skipped[:3])
+                raise InputError(
+                    f"no recording in the directory ({len(files)} files"
+                    + (f"; {reasons}{' ...' if len(self.skipped) > 3 else ''})" if reasons else ")"),
+                    file=str(name),
+                )
+            return out
         return self._file(name)
 
     def _file(self, name: str | Path) -> list[tuple[str, Any]]:
@@ -74,8 +99,27 @@ class _Reader:
         return [(source if len(docs) == 1 else f"{source} (document {i + 1})", d) for i, d in enumerate(docs)]
 
 
-def _recording(path: Path) -> bool:
-    return path.suffix in RECORDING_SUFFIXES and not path.name.startswith(".") and path.is_file()
+def _not_a_recording(path: Path, root: Path) -> str | None:
+    """Why a file under a directory is not read at all (None: it is)."""
+    if any(part.startswith(".") for part in path.relative_to(root).parts):
+        return "a dot-file or in a dot-directory (such as a half-written .x.json.tmp)"
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096)
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    if b"\0" in head:
+        return "binary, not YAML or JSON"
+    return None
+
+
+def _unknown(doc: Any) -> str | None:
+    """Why a document read from a directory is none of what import takes (None: it is)."""
+    if not isinstance(doc, dict):
+        return f"a YAML {type(doc).__name__}, not a Kubernetes object, /stats/summary or configz"
+    if kind_of(doc) != "objects" or isinstance(doc.get("kind"), str):
+        return None
+    return "a mapping with no kind: not a Kubernetes object, /stats/summary or configz"
 
 
 def kind_of(doc: Any) -> str:
@@ -111,6 +155,7 @@ def read_recording(
             {"summary": rec.summaries, "config": rec.configs, "objects": rec.objects}[kind_of(doc)].append(
                 (source, doc)
             )
+    rec.skipped = reader.skipped
     return rec
 
 
@@ -123,7 +168,10 @@ def import_files(
     name: str,
     out: Path,
     stdin: BinaryIO | None = None,
+    allow_gaps: bool = False,
 ) -> str:
+    """Read, build, check, write; the summary for the user. ``allow_gaps`` takes
+    recordings however far apart (scenario/recording_gaps.py)."""
     rec = read_recording(inputs=inputs, objects=objects, stats=stats, kubelet_config=kubelet_config, stdin=stdin)
     if not rec.objects:
         raise InputError(
@@ -139,6 +187,7 @@ def import_files(
         objects=rec.objects,
         summaries=rec.summaries,
         kubelet_config=rec.configs[0][1] if rec.configs else None,
+        max_gap=None if allow_gaps else MAX_GAP,
     )
     text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=120)
     # refuse to write what `ledgerlet run` would refuse; the error names the file to be
@@ -155,6 +204,7 @@ def import_files(
         f"{out}: {len(scenario.objects)} objects, {len(scenario.events)} stats events over "
         f"{offset_text(timedelta(microseconds=scenario.duration // 1000))} from {doc['spec'].get('start', '-')}",
         *(f"note: {n}" for n in notes),
+        *(f"skipped {f}: {why}" for f, why in rec.skipped),
         *([f"run it: ledgerlet run {out} --decisions decisions.jsonl"] if str(out) != "-" else []),
     ]
     return "\n".join(lines)

@@ -13,7 +13,14 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+)
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -67,23 +74,40 @@ def with_problem_responses(doc: dict[str, Any], extra_schemas: dict[str, Any] | 
     return out
 
 
+#: request latency buckets, seconds: a page answered in a millisecond up to a watch held
+#: open for the API server's half hour (prometheus_client's default stops at 10 s)
+REQUEST_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800)
+
+
 class ApiMetrics:
     """Requests counted by route template (``/v1/runs/{run}/decisions``, never the raw path:
     ids would make a series each) and status; latency per route."""
 
-    def __init__(self) -> None:
+    def __init__(self, templates: dict[str, Callable[[str], str]] | None = None) -> None:
+        #: path prefix -> the route template of a path under it (kube_api/routes.py)
+        self.templates = dict(templates or {})
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "ledgerlet_api_requests", "requests answered", ["method", "route", "status"], registry=self.registry
         )
         self.seconds = Histogram(
-            "ledgerlet_api_request_seconds", "time to answer", ["method", "route"], registry=self.registry
+            "ledgerlet_api_request_seconds",
+            "time to answer (a list streamed to its end; a watch until it closes)",
+            ["method", "route"],
+            registry=self.registry,
+            buckets=REQUEST_BUCKETS,
         )
+        # the server's own RSS, CPU seconds and open file descriptors (process_*), from /proc
+        ProcessCollector(registry=self.registry)
 
     async def middleware(self, request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         began = time.perf_counter()
         response = await call_next(request)
         route = getattr(request.scope.get("route"), "path", None) or "unmatched"
+        for prefix, template in self.templates.items():  # a mounted catch-all knows its own routes
+            if request.url.path == prefix or request.url.path.startswith(prefix + "/"):
+                route = template(request.url.path)
+                break
         method = request.method if request.method in _METHODS else "other"  # (a client names it: bounded)
         self.requests.labels(method, route, str(response.status_code)).inc()
         self.seconds.labels(method, route).observe(time.perf_counter() - began)

@@ -83,6 +83,11 @@ class Explanation(_Model):
     ranking: list[dict[str, Any]]
     grace: str
     signal: dict[str, Any] | None
+    observed: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="the recording's own events about the pod (spec.observedEvents: time, type, reason, message, "
+        "object, source, count), oldest first; empty when the scenario recorded none",
+    )
 
 
 class Health(_Model):

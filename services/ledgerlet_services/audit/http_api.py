@@ -33,6 +33,7 @@ from ledgerlet_services.audit.api_contract import PROBLEM, ApiMetrics, with_prob
 from ledgerlet_services.audit.kube_api.app import PREFIX as KUBE_PREFIX
 from ledgerlet_services.audit.kube_api.app import create_kube_app
 from ledgerlet_services.audit.kube_api.root import add_root_routes
+from ledgerlet_services.audit.kube_api.routes import kube_route
 from ledgerlet_services.audit.queries import DEFAULT_PAGE, MAX_PAGE, Audit, BadCursor, BadFilter, NotFound
 from ledgerlet_store.store import EventStore
 
@@ -135,7 +136,7 @@ def create_app(
         return app.openapi_schema
 
     app.openapi = openapi_document  # type: ignore[method-assign]
-    metrics = ApiMetrics()
+    metrics = ApiMetrics({KUBE_PREFIX: kube_route})
     app.middleware("http")(metrics.middleware)
 
     async def authorised(request: Request) -> None:

@@ -27,6 +27,7 @@ from ledgerlet_core.model.summary import Summary
 from ledgerlet_core.model.timefmt import format_rfc3339, parse_rfc3339
 from ledgerlet_core.postmortem.explain import LOOKBACK, NODE_CAUSES, NODE_CONTEXT, Explanation, ending, explain
 from ledgerlet_core.postmortem.signals_series import has_image_fs, thresholds_for_node
+from ledgerlet_core.scenario.observed_events import about_pod
 from ledgerlet_store.store import EventStore, StoredEvent, UnknownRun, order_key, pick_run
 
 MAX_PAGE = 1000
@@ -268,6 +269,7 @@ class Audit:
                     )
                 ]
                 thresholds = await self.node_thresholds(run, end.node, observations)
+        started, _ = await self.started(run)
         return explain(
             run=run,
             pod=pod,
@@ -276,6 +278,7 @@ class Audit:
             node_events=node_events,
             observations=observations,
             thresholds=thresholds,
+            observed=about_pod(started.observed_events, pod),
         )
 
 

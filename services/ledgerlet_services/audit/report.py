@@ -9,13 +9,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ledgerlet_core.contracts.registry import DECISION, node_stream
+from ledgerlet_core.contracts.registry import DECISION, decode_data, node_stream
 from ledgerlet_core.model.duration import SECOND
 from ledgerlet_core.model.timefmt import format_rfc3339
 from ledgerlet_core.postmortem.explain import ranking_rows, show, verdict
 from ledgerlet_core.postmortem.signals_series import node_signal_series
 from ledgerlet_services.audit.queries import Audit
 from ledgerlet_services.audit.report_charts import MARKS, Band, Marker
+from ledgerlet_services.audit.report_devices import Chart, one_chart_per_device
 from ledgerlet_services.audit.report_html import (
     Compared,
     EvictionRow,
@@ -26,10 +27,12 @@ from ledgerlet_services.audit.report_html import (
     Verdict,
     render_report,
 )
+from ledgerlet_services.audit.report_summary import NO_POOL, node_pool
 from ledgerlet_store.store import EventStore
 
-#: nodes plotted in full; the rest are listed by name
-MAX_PLOTTED_NODES = 30
+#: nodes whose signals are drawn (a chart costs ~0.1 s): one of each group of evictions
+#: (signal and pool) first, then those with the most; every node's detail is listed
+MAX_PLOTTED_NODES = 12
 _INTERESTING = {"PodEvicted", "OOMKilled", "PodPreempted", "NodeConditionChanged", "NodeReclaimed", "PodTerminated"}
 _OTHER_ENDINGS = ("OOMKilled", "PodPreempted", "PodRejected", "PodForceDeleted", "PodTerminated")
 #: what ends a pod, for the answer (a PodTerminated after an eviction or preemption is its sequel)
@@ -54,32 +57,15 @@ async def collect(store: EventStore, run: str | None, progress: Progress | None 
 
     touched = {e.node for e in decisions if e.node and e.type in _INTERESTING}
     order = {n: i for i, n in enumerate(started.node_order)}
-    nodes = sorted(touched, key=lambda n: (order.get(n, len(order)), n))
-    sections = []
-    plotted = nodes[:MAX_PLOTTED_NODES]
-    for i, node in enumerate(plotted):
-        if progress is not None:
-            progress(f"reading node {node}", i, len(plotted) + 1)
-        observations = [
-            e.envelope for e in await store.read_stream_window(run, node_stream(node), types=["NodeObserved"])
-        ]
-        thresholds = await audit.node_thresholds(run, node, observations)
-        series = [s for s in node_signal_series(observations, thresholds).values() if s.thresholds]
-        mine = [e for e in decisions if e.node == node]
-        triggering = list(dict.fromkeys(str(data[e.id].get("signal")) for e in mine if e.type == "PodEvicted"))
-        series.sort(
-            key=lambda s: (s.signal not in triggering, triggering.index(s.signal) if s.signal in triggering else 0)
-        )
-        sections.append(
-            NodeSection(node, series, _bands(mine, data, duration), _markers(mine, data), triggering=triggering)
-        )
-
+    pools, pool_label = await _pools(store, run, sorted(touched))
     evictions = []
     endings = []
     for e in decisions:
         d = data[e.id]
         if e.type == "PodEvicted":
             unit = "bytes" if d.get("resource") in ("memory", "ephemeral-storage") else "count"
+            ranking = ranking_rows(d, e.pod or "")
+            place = next((r for r in ranking if r.get("this")), {})
             evictions.append(
                 EvictionRow(
                     t=e.t / SECOND,
@@ -90,7 +76,14 @@ async def collect(store: EventStore, run: str | None, progress: Progress | None 
                     observed=show(d["observed"], unit) if isinstance(d.get("observed"), int | float) else "?",
                     grace=f"{d.get('gracePeriodSeconds')} s",
                     message=str(d.get("message", "")),
-                    ranking=ranking_rows(d, e.pod or ""),
+                    ranking=ranking,
+                    signal=str(d.get("signal") or ""),
+                    hard=bool(d.get("hard", True)),
+                    observed_value=int(d["observed"]) if isinstance(d.get("observed"), int | float) else None,
+                    capacity=int(d.get("capacity") or 0),
+                    unit=unit,
+                    usage=int(place["usage"]) if isinstance(place.get("usage"), int | float) else None,
+                    pool=pools.get(e.node or "", NO_POOL),
                 )
             )
         elif e.type in _OTHER_ENDINGS and not (e.type == "PodTerminated" and d.get("reason") == "Evicted"):
@@ -135,6 +128,43 @@ async def collect(store: EventStore, run: str | None, progress: Progress | None 
             )
         )
     verdicts.sort(key=lambda v: v.t)
+    nodes = _node_order(touched, evictions, order)
+    plotted = set(_plotted(nodes, evictions))
+    sections = []
+    read = 0
+    for node in nodes:
+        mine = [e for e in decisions if e.node == node]
+        triggering = list(dict.fromkeys(str(data[e.id].get("signal")) for e in mine if e.type == "PodEvicted"))
+        charts: list[Chart] = []
+        if node in plotted:
+            if progress is not None:
+                progress(f"reading node {node}", read, len(plotted) + 1)
+            read += 1
+            observations = [
+                e.envelope for e in await store.read_stream_window(run, node_stream(node), types=["NodeObserved"])
+            ]
+            thresholds = await audit.node_thresholds(run, node, observations)
+            series = [s for s in node_signal_series(observations, thresholds).values() if s.thresholds]
+            series.sort(
+                key=lambda s: (
+                    s.signal not in triggering,
+                    triggering.index(s.signal) if s.signal in triggering else 0,
+                )
+            )
+            charts = one_chart_per_device(series)
+        if not charts and "PodEvicted" not in {e.type for e in mine}:
+            continue  # nothing to show of it (no observations, no eviction): no empty detail
+        sections.append(
+            NodeSection(
+                node,
+                charts,
+                _bands(mine, data, duration) if charts else [],
+                _markers(mine, data) if charts else [],
+                triggering=triggering,
+                pool=pools.get(node, NO_POOL),
+                plotted=node in plotted,
+            )
+        )
     preemptions = [
         Preemption(
             t=e.t / SECOND,
@@ -179,7 +209,7 @@ async def collect(store: EventStore, run: str | None, progress: Progress | None 
         nodes=sections,
         evictions=evictions,
         endings=endings,
-        nodes_not_plotted=nodes[MAX_PLOTTED_NODES:],
+        pool_label=pool_label,
     )
 
 
@@ -285,3 +315,40 @@ async def write_report(
     return ReportSummary(
         str(out), report.run, sum(report.counts.values()), len(report.evictions), plots, len(report.nodes)
     )
+
+
+async def _pools(store: EventStore, run: str, nodes: list[str]) -> tuple[dict[str, str], str]:
+    """Each node's pool (report_summary.POOL_LABELS), and the label most nodes were told by."""
+    pools: dict[str, str] = {}
+    labels: dict[str, int] = {}
+    for e in await store.read_nodes(run, nodes, types=["ObjectApplied"]):
+        obj = decode_data(e.envelope).object
+        if obj.get("kind") != "Node":
+            continue
+        label, pool = node_pool((obj.get("metadata") or {}).get("labels"))
+        pools[e.envelope.node or ""] = pool  # (the newest applied wins)
+        if label:
+            labels[label] = labels.get(label, 0) + 1
+    return pools, max(labels, key=lambda k: labels[k]) if labels else ""
+
+
+def _node_order(touched: set[str], evictions: list[EvictionRow], order: dict[str, int]) -> list[str]:
+    """Nodes with the most evictions first, then the earliest, then the scenario's order."""
+    count: dict[str, int] = {}
+    first: dict[str, float] = {}
+    for ev in evictions:
+        count[ev.node] = count.get(ev.node, 0) + 1
+        first.setdefault(ev.node, ev.t)
+    return sorted(touched, key=lambda n: (-count.get(n, 0), first.get(n, float("inf")), order.get(n, len(order)), n))
+
+
+def _plotted(nodes: list[str], evictions: list[EvictionRow]) -> list[str]:
+    """MAX_PLOTTED_NODES nodes: the first of each (signal, pool) group, then in ``nodes`` order."""
+    firsts: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for ev in sorted(evictions, key=lambda e: e.t):
+        if (ev.signal, ev.pool) not in seen:
+            seen.add((ev.signal, ev.pool))
+            firsts.append(ev.node)
+    chosen = list(dict.fromkeys([*firsts, *nodes]))[:MAX_PLOTTED_NODES]
+    return [n for n in nodes if n in set(chosen)]

@@ -145,15 +145,7 @@ def signal_chart(
         fig.legend(handles, labels, loc="outside lower center", ncols=4, fontsize=8, frameon=False)
         if strip is not None:
             _strip(strip, lanes, markers, clock)
-        out = io.StringIO()
-        fig.savefig(out, format="svg", metadata={"Date": None})
-    text = out.getvalue()
-    svg = text[text.index("<svg") :]
-    # Inline in HTML, an <svg> needs no namespace declarations (the parser knows SVG and
-    # xlink), and the RDF metadata names licences by URL: without them the report holds
-    # no URL a reader could take for something fetched.
-    svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, count=1, flags=re.DOTALL)
-    return re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", svg[: svg.index(">") + 1], count=2) + svg[svg.index(">") + 1 :]
+        return _inline(fig)
 
 
 def _num(when: datetime) -> float:
@@ -183,3 +175,68 @@ def _strip(strip: Axes, lanes: list[str], markers: Sequence[Marker], clock: Call
     for side in ("top", "right", "left"):
         strip.spines[side].set_visible(False)
     strip.grid(axis="x", color="#f0f0f0")
+
+
+#: one colour per signal in the histogram, in the order the signals first appear
+SIGNAL_COLOURS: Final = ("#c62828", "#1565c0", "#ef6c00", "#2e7d32", "#6a1b9a", "#00838f", "#5d4037", "#455a64")
+
+
+def _inline(fig: Figure) -> str:
+    """The figure as an inline ``<svg>``. Inline in HTML, an ``<svg>`` needs no namespace
+    declarations (the parser knows SVG and xlink), and the RDF metadata names licences by
+    URL: without them the report holds no URL a reader could take for something fetched."""
+    out = io.StringIO()
+    fig.savefig(out, format="svg", metadata={"Date": None})
+    text = out.getvalue()
+    svg = text[text.index("<svg") :]
+    svg = re.sub(r"\s*<metadata>.*?</metadata>", "", svg, count=1, flags=re.DOTALL)
+    return re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", svg[: svg.index(">") + 1], count=2) + svg[svg.index(">") + 1 :]
+
+
+def histogram_chart(
+    *, buckets: Sequence[tuple[float, dict[str, int]]], width: int, signals: Sequence[str], start: datetime
+) -> str:
+    """Evictions per ``width`` seconds over clock time, stacked by signal; the bar of a
+    signal's evictions in bucket K has the id ``hist-SIGNAL-K`` (empty ones are not drawn)."""
+
+    def clock(t_seconds: float) -> datetime:
+        return start + timedelta(seconds=t_seconds)
+
+    days = width / 86400
+    with matplotlib.rc_context(_RC):
+        fig = Figure(figsize=(12, 2.4), dpi=80, layout="constrained")
+        FigureCanvasSVG(fig)
+        ax = fig.subplots()
+        xs = [_num(clock(t)) for t, _ in buckets]
+        below = [0] * len(buckets)
+        for i, signal in enumerate(signals):
+            heights = [counts.get(signal, 0) for _, counts in buckets]
+            drawn = [k for k, h in enumerate(heights) if h]
+            bars = ax.bar(
+                [xs[k] for k in drawn], [heights[k] for k in drawn], width=days * 0.9,
+                bottom=[below[k] for k in drawn], align="edge", label=signal,
+                color=SIGNAL_COLOURS[i % len(SIGNAL_COLOURS)],
+            )  # fmt: skip
+            for k, bar in zip(drawn, bars, strict=True):
+                bar.set_gid(f"hist-{signal}-{k}")
+            below = [b + h for b, h in zip(below, heights, strict=True)]
+        top = max(below, default=0)
+        ax.set_ylim(0, max(top, 1) * 1.1)
+        ax.yaxis.set_major_locator(MaxNLocator(nbins=4, integer=True))
+        ax.set_ylabel(f"evictions per {_width_text(width)}")
+        if xs:
+            ax.set_xlim(xs[0], xs[-1] + days)
+        locator = mdates.AutoDateLocator(minticks=4, maxticks=10, tz=start.tzinfo)  # type: ignore[no-untyped-call]
+        ax.xaxis.set_major_locator(locator)
+        ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=start.tzinfo))  # type: ignore[no-untyped-call]
+        ax.grid(axis="y", color="#eeeeee")
+        ax.legend(loc="upper left", fontsize=8, frameon=False, ncols=min(4, max(1, len(signals))))
+        return _inline(fig)
+
+
+def _width_text(width: int) -> str:
+    if width % 3600 == 0:
+        return f"{width // 3600} h" if width > 3600 else "hour"
+    if width % 60 == 0:
+        return f"{width // 60} min" if width > 60 else "minute"
+    return f"{width} s"

@@ -23,6 +23,7 @@ from opentelemetry import trace
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
@@ -32,6 +33,7 @@ from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapProp
 
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_services.runtime.outgoing import Outgoing
+from ledgerlet_services.runtime.process_metrics import observe_process
 
 Headers = tuple[tuple[str, bytes], ...]
 
@@ -40,6 +42,17 @@ EXPORTERS = ("none", "console", "otlp")
 #: metrics may also be scraped: OTEL_METRICS_EXPORTER=prometheus serves /metrics on
 #: OTEL_EXPORTER_PROMETHEUS_HOST:OTEL_EXPORTER_PROMETHEUS_PORT (the SDK's names; 9464)
 METRICS_EXPORTERS = (*EXPORTERS, "prometheus")
+#: decision latency, seconds: from consuming a batch to the bus acknowledging what it
+#: caused; half a millisecond on the in-memory bus up to tens of seconds on a loaded
+#: broker (the SDK's default buckets, 0, 5, 10 ... 10000, are milliseconds' and put every
+#: latency in seconds in the first)
+LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+VIEWS = (
+    View(
+        instrument_name="ledgerlet.decision.latency",
+        aggregation=ExplicitBucketHistogramAggregation(boundaries=LATENCY_BUCKETS),
+    ),
+)
 
 
 def _carrier(headers: Sequence[tuple[str, bytes]]) -> dict[str, str]:
@@ -106,7 +119,13 @@ class Telemetry:
                 raise ValueError(
                     f"OTEL_EXPORTER_PROMETHEUS_PORT={port!r}: cannot serve /metrics there: {exc}"
                 ) from None
-        built = cls.build(service, span_processor=span_processor, metric_reader=reader, ratio=ratio)
+        built = cls.build(
+            service,
+            span_processor=span_processor,
+            metric_reader=reader,
+            ratio=ratio,
+            process_metrics=metrics != "prometheus",
+        )
         built._scrape = scrape
         return built
 
@@ -119,7 +138,11 @@ class Telemetry:
         span_exporter: SpanExporter | None = None,
         metric_reader: MetricReader | None = None,
         ratio: float = 1.0,
+        process_metrics: bool = True,
     ) -> Telemetry:
+        """``process_metrics``: the process's RSS, CPU time and open descriptors as OTel
+        instruments (runtime/process_metrics.py); off for the Prometheus exporter, whose
+        registry has prometheus_client's own ``process_*`` already."""
         resource = Resource.create({"service.name": f"ledgerlet-{service}", "service.namespace": "ledgerlet"})
         tracer_provider = None
         if span_exporter is not None:
@@ -131,10 +154,13 @@ class Telemetry:
             tracer_provider.add_span_processor(span_processor)
         meter_provider = None
         if metric_reader is not None:
-            meter_provider = MeterProvider(resource=resource, metric_readers=[metric_reader])
+            meter_provider = MeterProvider(resource=resource, metric_readers=[metric_reader], views=VIEWS)
         t = cls(tracer_provider, meter_provider)
         if meter_provider is not None:
-            t._make_instruments(meter_provider.get_meter("ledgerlet"))
+            meter = meter_provider.get_meter("ledgerlet")
+            t._make_instruments(meter)
+            if process_metrics:
+                observe_process(meter)
         return t
 
     def _make_instruments(self, meter: Meter) -> None:

@@ -7,8 +7,9 @@ or before the instant (one housekeeping pass of its eviction manager, the Summar
 * a node's ``memory`` is that observation's node working set, as stored;
 * a pod's ``memory`` is its containers' working sets in that observation. A recorded
   (``stats``) observation is stored whole and read as it is; a derived one (closed loop)
-  stored with ``--store-observations full`` is read too, folded forward from the last one
-  stored whole (the rest are told as changes). Otherwise a derived observation is stored
+  stored with ``--store-observations full`` is read too (runs stored before a tick's
+  observations travelled together told them as changes from the node's last whole one:
+  folded forward). Otherwise a derived observation is stored
   without its pods; their stats are a pure function of the stored inputs, so they are
   worked out again here the way the stats collector worked them out
   (``node_sim/stats.plan_pod``: the pod's ``usage`` series, evaluated at the
