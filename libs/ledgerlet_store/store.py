@@ -358,13 +358,11 @@ class EventStore:
         postgres = self.dialect == "postgresql"
         raw: Any = (await conn.get_raw_connection()).driver_connection if postgres else None
         if inputs:  # (not for batches of usage entries only)
+            records = [tuple(r[c] for c in _MEMBER_COLUMNS) for r in inputs]
             if postgres:
-                columns = ("event_id", "run", "type", "t", "order_key", "node", "pod", "position")
-                await raw.copy_records_to_table(
-                    "batch_members", records=[tuple(r[c] for c in columns) for r in inputs], columns=columns
-                )
-            else:
-                await conn.execute(batch_members.insert(), inputs)
+                await raw.copy_records_to_table("batch_members", records=records, columns=_MEMBER_COLUMNS)
+            else:  # (plain tuples through the driver: a fleet's half a million pods)
+                await conn.exec_driver_sql(_SQLITE_MEMBER_INSERT, records)
         if observed:
             if postgres:
                 await raw.copy_records_to_table("observation_members", records=observed, columns=_OBSERVED_COLUMNS)
@@ -901,6 +899,10 @@ class _Transaction:
 #: batches whose members the store lists in an index of their own
 _INDEXED_BATCHES: Final = frozenset({BATCH, OBSERVED_BATCH})
 _OBSERVED_COLUMNS: Final = ("event_id", "run", "t", "node", "position")
+_MEMBER_COLUMNS: Final = ("event_id", "run", "type", "t", "order_key", "node", "pod", "position")
+_SQLITE_MEMBER_INSERT: Final = (
+    f"INSERT INTO batch_members ({', '.join(_MEMBER_COLUMNS)}) VALUES ({', '.join('?' * len(_MEMBER_COLUMNS))})"
+)
 _SQLITE_OBSERVED_INSERT: Final = (
     "INSERT INTO observation_members (event_id, run, t, node, position) VALUES (?, ?, ?, ?, ?)"
 )

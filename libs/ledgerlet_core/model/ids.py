@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import uuid
 from hashlib import sha1
+from typing import Final
 
 
 def uuid5_text(namespace: uuid.UUID, name: str) -> str:
     """``str(uuid.uuid5(namespace, name))``, without building a :class:`uuid.UUID`: SHA-1
-    of namespace and name, the version and variant bits set, printed 8-4-4-4-12."""
-    digest = bytearray(sha1(namespace.bytes + name.encode()).digest()[:16])
-    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
-    digest[8] = (digest[8] & 0x3F) | 0x80  # the RFC 4122 variant
-    h = digest.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    of namespace and name, printed 8-4-4-4-12 with the version nibble 5 and the RFC 4122
+    variant bits (``10``) set in the 17th hex digit."""
+    h = sha1(namespace.bytes + name.encode()).hexdigest()
+    return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:32]}"
+
+
+#: a hex digit with its top two bits made ``10`` (the RFC 4122 variant)
+_VARIANT: Final = {c: "89ab"[int(c, 16) & 3] for c in "0123456789abcdef"}

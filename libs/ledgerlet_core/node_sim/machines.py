@@ -55,6 +55,7 @@ from ledgerlet_core.node_sim.stats import (
     plan_pod,
     pod_images,
     pod_stats_json,
+    pod_use,
     pod_writable_bytes,
     running_containers,
 )
@@ -433,7 +434,7 @@ class Machines:
             down = node.memory.stopped(t) if node.memory is not None else {}
             if down:  # (its OOM-killed containers hold no memory meanwhile: worked out pod by pod)
                 stopped[i] = down
-                uses = [pod_stats_json(plan, t, down.get(k, frozenset()))[0] for k, plan in node.plans.items()]
+                uses = [pod_use(plan, t, down.get(k, frozenset())) for k, plan in node.plans.items()]
                 pt = PodTotals.of(uses)
                 totals[i] = (pt.memory, pt.rootfs, pt.logs_volumes, pt.inodes, pt.pids)
         stats = self._columns.stats(t, rows, totals)
@@ -458,7 +459,7 @@ class Machines:
             if not needy[i]:
                 return None
             down = stopped.get(i, {})
-            each = [pod_stats_json(plan, t, down.get(k, frozenset()))[1] for k, plan in nodes[i].plans.items()]
+            each = [pod_stats_json(plan, t, down.get(k, frozenset())) for k, plan in nodes[i].plans.items()]
             return b"[" + b",".join(each) + b"]"
 
         return batches(

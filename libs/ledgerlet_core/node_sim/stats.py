@@ -122,14 +122,8 @@ class PodPlan:
     inodes: Series
     pids: Series
     #: what the pod uses when no series it reads changes over time (most pods of a large
-    #: fleet): worked out once and reused by every pass, see :func:`pod_stats_json`
+    #: fleet): worked out once per template and reused by every pass
     fixed: PodUse | None = None
-    #: the stats themselves as JSON (what an observation carries), encoded once; no stats
-    #: objects are kept (a fleet's would be half a gigabyte)
-    fixed_json: bytes | None = None
-    #: for stats that vary: their JSON with ``%d`` for each number, filled in with the
-    #: numbers of the instant (:func:`pod_stats_json`); worked out once per pod
-    pieces: bytes | None = None
 
 
 #: a pod's stats and its memory, rootfs, logs, local volume bytes, inodes and pids
@@ -153,7 +147,8 @@ def plan_pod(pod: Pod, usage: PodUsage | None) -> PodPlan:
     go to the first container. The pod's inode count is carried on the first container.
 
     Pods made of the same parts get the same plan but for their own reference: it is
-    worked out once and given each pod's name."""
+    worked out once and given each pod's name. (The stats' JSON is made only when an
+    observation carries the pods' stats: :func:`pod_stats_json`.)"""
     spec = pod.spec
     # (empty lists are new objects in every pod: one stands for them all)
     parts = (spec.containers, spec.init_containers or _NONE, spec.volumes or _NONE, usage)
@@ -163,13 +158,8 @@ def plan_pod(pod: Pod, usage: PodUsage | None) -> PodPlan:
         if len(_TEMPLATES) >= _TEMPLATES_KEPT:
             _TEMPLATES.clear()
         found = _TEMPLATES[key] = (*parts, _plan(pod, usage))
-    template = found[4]
     ref = PodReference(name=pod.metadata.name, namespace=pod.metadata.namespace, uid=pod.metadata.uid)
-    if template.fixed is None:
-        plan = dataclasses.replace(template, ref=ref)
-        return dataclasses.replace(plan, pieces=_json_format(plan))
-    plan = dataclasses.replace(template, ref=ref)
-    return dataclasses.replace(plan, fixed_json=_JSON.encode(_stats(plan, _values(plan, 0)[0])))
+    return dataclasses.replace(found[4], ref=ref)
 
 
 def _plan(pod: Pod, usage: PodUsage | None) -> PodPlan:
@@ -207,10 +197,7 @@ def _plan(pod: Pod, usage: PodUsage | None) -> PodPlan:
     series = [s for c in plan.containers for s in c[1:] if s is not None]
     series += [v[1] for v in plan.volumes]
     if all(s.is_constant() for s in (*series, plan.inodes, plan.pids)):
-        # Stats objects are never changed in place (they are encoded and dropped), so
-        # one can stand for every pass.
-        values, use = _values(plan, 0)
-        plan = dataclasses.replace(plan, fixed=use, fixed_json=_JSON.encode(_stats(plan, values)))
+        plan = dataclasses.replace(plan, fixed=_values(plan, 0)[1])
     return plan
 
 
@@ -226,16 +213,16 @@ def pod_stats_at(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> PodS
     return _pod_stats(plan, 0 if plan.fixed is not None and not stopped else t, stopped)
 
 
-def pod_stats_json(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> tuple[PodUse, bytes]:
-    """What the pod uses at ``t`` and its stats as JSON: the same bytes object every pass
-    for a pod whose stats never change (a collector compares them by identity first),
-    else its JSON format filled in with the numbers of the instant (no stats objects)."""
-    if plan.fixed is not None and plan.fixed_json is not None and not stopped:
-        return plan.fixed, plan.fixed_json
-    values, use = _values(plan, t, stopped)
-    if plan.pieces is None or stopped:
-        return use, _JSON.encode(_stats(plan, values))
-    return use, plan.pieces % tuple(values)
+def pod_use(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> PodUse:
+    """What the pod uses at ``t`` (memory, rootfs, logs, local volume bytes, inodes, pids)."""
+    if plan.fixed is not None and not stopped:
+        return plan.fixed
+    return _values(plan, t, stopped)[1]
+
+
+def pod_stats_json(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> bytes:
+    """The pod's stats at ``t`` as JSON (what an observation carrying them holds)."""
+    return _JSON.encode(_stats(plan, _values(plan, t, stopped)[0]))
 
 
 _JSON: Final = msgspec.json.Encoder()
@@ -335,33 +322,6 @@ def _pod_stats(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> PodSta
     """The pod's stats, and what it uses (see :func:`_values`)."""
     values, use = _values(plan, t, stopped)
     return (_stats(plan, values), *use)
-
-
-#: placeholders for the numbers of a pod's stats, told apart in its JSON (every number is
-#: encoded whatever its value: the stats' fields default to None, never to a number)
-_PLACEHOLDER: Final = 7_000_000_000_000_000
-
-
-def _json_format(plan: PodPlan) -> bytes | None:
-    """The pod's stats as JSON with ``%d`` for each of their numbers, in the order
-    :func:`_values` gives them: ``format % tuple(numbers)`` is, byte for byte, what
-    encoding the stats gives (held so here, for the plan it is made for)."""
-    values, _ = _values(plan, 0)
-    placeholders = [_PLACEHOLDER + i for i in range(len(values))]
-    text = _JSON.encode(_stats(plan, placeholders))
-    pieces: list[bytes] = []
-    start = 0
-    for p in placeholders:
-        if text.count(b"%d" % p) != 1:  # (a name that happens to hold a placeholder: encode as it is)
-            return None
-        at = text.index(b":%d" % p, start) + 1
-        pieces.append(text[start:at].replace(b"%", b"%%"))
-        start = at + len(b"%d" % p)
-    pieces.append(text[start:].replace(b"%", b"%%"))
-    fmt = b"%d".join(pieces)
-    if fmt % tuple(placeholders) != text:
-        raise AssertionError(f"{plan.ref.name}: the stats' JSON does not take their numbers in order")
-    return fmt
 
 
 def pod_images(pod: Pod) -> set[str]:

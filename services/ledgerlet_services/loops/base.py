@@ -160,6 +160,11 @@ class Loop:
             self.cluster.settle(env, data)
         return None
 
+    @classmethod
+    def handles(cls, event_type: str) -> bool:
+        """Whether the loop has a handler of ``event_type`` (some take only part of them)."""
+        return event_type in cls._routes
+
     def react(self, env: Envelope, out: Emitter, memo: dict[Any, Any]) -> Iterator[None] | None:
         """Handle ``env`` with a cluster view someone else folds (the embedded engine,
         which folds it once for every loop before and after their handlers): no fold here.

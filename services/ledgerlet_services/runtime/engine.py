@@ -27,7 +27,7 @@ import contextlib
 import heapq
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -113,6 +113,8 @@ class Engine:
         self._queue: list[tuple[int, tuple[int, ...], int, Envelope, Headers]] = []
         self._arrivals = 0
         self._readers: dict[str, list[Loop]] = {}
+        #: the loop a failure to fold an event of a type is told of (the first that reads it)
+        self._failing: dict[str, str] = {}
         self._pending: list[tuple[Envelope, Headers]] = []
         self._pending_bytes = 0
         self._append: asyncio.Task[int] | None = None
@@ -216,9 +218,11 @@ class Engine:
 
     def _handle(self, env: Envelope, headers: Headers) -> None:
         readers = self._readers.get(env.type)
-        if readers is None:
+        if readers is None:  # (the loops that read its topic and have a handler of it)
             topic = topic_of(env.type, env.kind)
-            readers = self._readers[env.type] = [loop for loop in self.loops if topic in loop.topics]
+            readers = [loop for loop in self.loops if topic in loop.topics]
+            self._failing[env.type] = readers[0].name if readers else "engine"
+            readers = self._readers[env.type] = [loop for loop in readers if loop.handles(env.type)]
         memo: dict[Any, Any] = {}
         folds = folds_event(env)
         data: Any = None
@@ -228,21 +232,21 @@ class Engine:
                 data = memo[decode] = decode(env.data)
                 self.view.arrive(env, data)
             except Exception as exc:  # (as the first loop to fold it would have failed)
-                raise LoopFailed(readers[0].name if readers else "engine", exc) from exc
+                raise LoopFailed(self._failing[env.type], exc) from exc
         telemetry = self.telemetry
         tracing, metering = telemetry.tracing, telemetry.metering
         for loop in readers:
             out = Emitter(env, loop.rank, place=loop.node_place())
             began = time.perf_counter() if metering else 0.0
-            span = telemetry.handling(loop.name, env, headers) if tracing else contextlib.nullcontext(())
-            with span as out_headers:
-                try:
-                    steps = loop.react(env, out, memo)
-                    if steps is not None:
-                        for _ in steps:
-                            pass
-                except Exception as exc:
-                    raise LoopFailed(loop.name, exc) from exc
+            out_headers: Headers = ()
+            try:
+                if tracing:
+                    with telemetry.handling(loop.name, env, headers) as out_headers:
+                        _exhaust(loop.react(env, out, memo))
+                else:
+                    _exhaust(loop.react(env, out, memo))
+            except Exception as exc:
+                raise LoopFailed(loop.name, exc) from exc
             self.events_in[loop.name] += 1
             if metering:  # (counted as each service counts them: in, out, and how long it took)
                 telemetry.events_in(loop.name, 1)
@@ -277,3 +281,10 @@ class Engine:
         stored = await self.sink.append_batch([stored_form(env, full=self.full_observations) for env, _ in batch])
         self.telemetry.stored(RECORDER, batch)
         return stored
+
+
+def _exhaust(steps: Iterator[None] | None) -> None:
+    """Run a long pass (a handler that yields now and then) to its end."""
+    if steps is not None:
+        for _ in steps:
+            pass
