@@ -75,7 +75,8 @@ class _Owner:
     workload: Workload
     #: the top-level workload usage keys name (a Deployment for its ReplicaSet)
     top: str
-    pods: list[str] = field(default_factory=list)
+    #: its pods' keys, in the order they came (a dict: a ReplicaSet of thousands asks often)
+    pods: dict[str, None] = field(default_factory=dict)
     serial: int = 0
     failures: int = 0
     #: per node (DaemonSet) or "" (Job): failures and when the next try is due
@@ -88,7 +89,7 @@ class _Owner:
 
     def add(self, pod: Pod) -> None:
         if pod.key not in self.pods:
-            self.pods.append(pod.key)
+            self.pods[pod.key] = None
             if pod.spec.node_name:
                 self.by_node.setdefault(pod.spec.node_name, []).append(pod.key)
 
@@ -230,8 +231,8 @@ class WorkloadControllers:
         if p is None:
             return
         owner = self.owners.get(p.owner)
-        if owner is not None and key in owner.pods:
-            owner.pods.remove(key)
+        if owner is not None:
+            owner.pods.pop(key, None)
             if p.pod.spec.node_name in owner.by_node and key in owner.by_node[p.pod.spec.node_name]:
                 owner.by_node[p.pod.spec.node_name].remove(key)
             owner.failures += 1

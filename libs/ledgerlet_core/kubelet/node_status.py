@@ -15,7 +15,7 @@ from typing import Final
 
 from ledgerlet_core.kubelet.config import KubeletConfig
 from ledgerlet_core.kubelet.eviction.signals import DISK_PRESSURE, MEMORY_PRESSURE, PID_PRESSURE, Signal
-from ledgerlet_core.kubelet.eviction.thresholds import effective_eviction_hard, parse_threshold_config
+from ledgerlet_core.kubelet.eviction.thresholds import Threshold, effective_eviction_hard, parse_threshold_config
 from ledgerlet_core.model.k8s.objects import ResourceList, Taint
 from ledgerlet_core.model.k8s.taints import (
     NO_SCHEDULE,
@@ -58,7 +58,12 @@ def status_capacity(capacity: Mapping[str, Quantity], config: KubeletConfig) -> 
 
 def hard_eviction_reservation(config: KubeletConfig, capacity: Mapping[str, Quantity]) -> ResourceList:
     """``hardEvictionReservation``: hard memory.available and nodefs.available thresholds."""
-    hard = parse_threshold_config([], _hard_only(config), {}, {}, {})
+    found = _HARD.get(id(config))
+    if found is None or found[0] is not config:  # (parsed once per configuration: every node asks)
+        if len(_HARD) >= 1024:
+            _HARD.clear()
+        found = _HARD[id(config)] = (config, parse_threshold_config([], _hard_only(config), {}, {}, {}))
+    hard = found[1]
     out: ResourceList = {}
     for t in hard:
         if t.signal == Signal.MEMORY_AVAILABLE and "memory" in capacity:
@@ -66,6 +71,9 @@ def hard_eviction_reservation(config: KubeletConfig, capacity: Mapping[str, Quan
         elif t.signal == Signal.NODEFS_AVAILABLE and "ephemeral-storage" in capacity:
             out["ephemeral-storage"] = t.value.resolve(capacity["ephemeral-storage"])
     return out
+
+
+_HARD: dict[int, tuple[KubeletConfig, list[Threshold]]] = {}
 
 
 def _hard_only(config: KubeletConfig) -> dict[str, str]:
