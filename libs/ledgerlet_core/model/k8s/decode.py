@@ -27,6 +27,15 @@ def object_label(raw: Any) -> str:
     return f"{kind} {ns}/{name}" if ns else f"{kind} {name}"
 
 
+def _rc_selector(raw: dict[str, Any]) -> dict[str, Any]:
+    """A ReplicationController's ``spec.selector`` is a plain label map: as ``matchLabels``."""
+    spec = raw.get("spec")
+    selector = spec.get("selector") if isinstance(spec, dict) else None
+    if isinstance(selector, dict) and not ({"matchLabels", "matchExpressions"} & selector.keys()):
+        return {**raw, "spec": {**spec, "selector": {"matchLabels": selector}}}  # type: ignore[dict-item]
+    return raw
+
+
 def decode_object(raw: Any, *, label: str = "") -> AnyObject:
     """Typed, defaulted, validated object; :class:`InputError` names the failing field."""
     where = label or object_label(raw)
@@ -38,6 +47,8 @@ def decode_object(raw: Any, *, label: str = "") -> AnyObject:
     model = MODEL_FOR_KIND.get(kind)
     if model is None:
         raise UnsupportedKind(f"kind {kind!r} is not modelled by ledgerlet", obj=where, field="kind")
+    if kind == "ReplicationController":
+        raw = _rc_selector(raw)
     obj = convert(raw, model, obj=where)
     obj = apply_defaults(obj)
     try:

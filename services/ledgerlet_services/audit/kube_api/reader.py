@@ -21,6 +21,10 @@ from typing import Any, Final
 
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.registry import node_stream
+from ledgerlet_core.controllers.workloads import replica_set_for
+from ledgerlet_core.model.codec import convert
+from ledgerlet_core.model.k8s.objects import Workload
+from ledgerlet_core.scheduling.disruption import Controller, workload_controllers
 from ledgerlet_services.audit.kube_api import events as ev
 from ledgerlet_services.audit.kube_api.meta import ApiError, Instant, bad_request, parse_at
 from ledgerlet_services.audit.kube_api.nodes import LEASE_NAMESPACE, NODE_TYPES, STATUS_TYPES, build_node, lease_object
@@ -255,10 +259,22 @@ class KubeReader:
         q = Query(namespace, LabelSelector(), FieldSelector())
         return [obj async for _, obj in self.scan_pods(i, q, None) if obj is not None]
 
+    async def _controllers(self, i: Instant) -> dict[tuple[str, str, str], Controller]:
+        """The workload controllers at the instant, as the disruption controller finds them."""
+        out: dict[tuple[str, str, str], Controller] = {}
+        for kind in sorted(Workload.KINDS):
+            for _, obj in await self._simple(i, kind):
+                w = convert(obj, Workload)
+                rs = replica_set_for(w).metadata.name if w.kind == "Deployment" else ""
+                for c in workload_controllers(w, rs):
+                    out[(c.namespace, c.kind, c.name)] = c
+        return out
+
     async def scan_simple(
         self, i: Instant, kind: str, q: Query, after: str | None
     ) -> AsyncIterator[tuple[str, dict[str, Any] | None]]:
         pods_by_ns: dict[str, list[dict[str, Any]]] = {}
+        controllers = await self._controllers(i) if kind == "PodDisruptionBudget" else {}
         for key, obj in await self._simple(i, kind):
             if after is not None and key <= after:
                 continue
@@ -268,7 +284,10 @@ class KubeReader:
             if kind in ("PodDisruptionBudget", "ResourceQuota") and ns:
                 if ns not in pods_by_ns:
                     pods_by_ns[ns] = await self._namespace_pods(i, ns)
-                obj = (with_budget_status if kind == "PodDisruptionBudget" else with_quota_status)(obj, pods_by_ns[ns])
+                if kind == "PodDisruptionBudget":
+                    obj = with_budget_status(obj, pods_by_ns[ns], controllers)
+                else:
+                    obj = with_quota_status(obj, pods_by_ns[ns])
             meta = obj.get("metadata", {})
             fields = {"metadata.name": meta.get("name", ""), "metadata.namespace": meta.get("namespace", "")}
             yield key, obj if _matches(obj, q, fields) else None
