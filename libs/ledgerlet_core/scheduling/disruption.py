@@ -8,10 +8,11 @@ controllers, desired healthy = expected - maxUnavailable, at least 0; ``minAvail
 integer: desired = it, expected = the number of pods; as a percentage: expected = the
 controllers' scale, desired = the percentage of it rounded up), ``getExpectedScale`` (a pod
 without a controller is left out; a ReplicaSet that a Deployment controls counts as the
-Deployment's scale; a controller that cannot be found, or whose kind has no scale (a Job, a
-DaemonSet), fails the sync: ``failSafe`` sets disruptionsAllowed to 0), ``countHealthyPods``
-(not being deleted, and Ready: here, started by its kubelet) and ``updatePdbStatus``
-(disruptionsAllowed = healthy - desired, and 0 when negative or when no pod is expected).
+Deployment's scale, its own when that Deployment is gone (``getScaleController``); a
+controller that cannot be found, or whose kind has no scale (a Job, a DaemonSet), fails the
+sync: ``failSafe`` sets disruptionsAllowed to 0), ``countHealthyPods`` (not being deleted,
+and Ready: here, started by its kubelet) and ``updatePdbStatus`` (disruptionsAllowed =
+healthy - desired, and 0 when negative or when no pod is expected).
 ``intstr.GetScaledValueFromIntOrPercent`` rounds a percentage up.
 """
 
@@ -91,12 +92,11 @@ def expected_scale(
         if c is None or kind not in SCALED_KINDS:
             what = "no controllers" if c is None or kind in SCALED_KINDS else f"{kind} has no scale subresource:"
             raise SyncFailed(f"found {what} for pod {p.name!r}")
-        if kind == "ReplicaSet" and c.deployment:
-            deployment = controllers.get((namespace, "Deployment", c.deployment))
-            if deployment is None:
-                raise SyncFailed(f"found no controllers for pod {p.name!r}")
+        deployment = controllers.get((namespace, "Deployment", c.deployment)) if c.deployment else None
+        if kind == "ReplicaSet" and deployment is not None:
             scale[("Deployment", deployment.name)] = deployment.replicas
         else:
+            # (a ReplicaSet whose Deployment is gone: the scale finder reads its own scale)
             scale[(kind, name)] = c.replicas
     return sum(scale.values())
 
