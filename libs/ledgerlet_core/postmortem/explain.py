@@ -77,6 +77,9 @@ class Explanation:
     ranking: list[dict[str, Any]] = field(default_factory=list)
     grace: str = ""
     signal: dict[str, Any] | None = None
+    #: what the scenario holds that upstream decides by, ledgerlet does not model, and that
+    #: touches this pod (``ScenarioStarted.unmodelled``)
+    unmodelled: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -111,6 +114,11 @@ class Explanation:
             lines.append("")
         if self.grace:
             lines.append(f"Grace period: {self.grace}")
+            lines.append("")
+        if self.unmodelled:
+            lines.append("Not modelled (upstream decides by these; this run did not, so its decisions may differ):")
+            for u in self.unmodelled:
+                lines.append(f"  {u['object']}: {u['field']} ({u['plugin']}): {u['message']}")
         return "\n".join(lines).rstrip() + "\n"
 
 

@@ -124,6 +124,12 @@ def add_parsers(sub: Any) -> None:
         help="store the what-if as a run of its own (report and explain show it, and beside the recorded run "
         "with --compare)",
     )
+    whatif.add_argument(
+        "--accept-unmodelled",
+        action="store_true",
+        help="run it although the scenario holds fields upstream decides by that ledgerlet does not model "
+        "(refused otherwise: the answer may be wrong where they matter)",
+    )
 
     explain = sub.add_parser("explain", help="why a pod was evicted, preempted, killed or rejected")
     explain.add_argument("pod", help="NAME (any namespace, if only one has it), or NAMESPACE/NAME")
@@ -406,7 +412,14 @@ async def _whatif(args: argparse.Namespace, console: Console) -> int:
     if store is None:
         return EXIT_BAD_INPUT
     try:
-        report = await whatif_run(store, args.run, args.assignments, file_config, save_as=args.save_as)
+        report = await whatif_run(
+            store,
+            args.run,
+            args.assignments,
+            file_config,
+            save_as=args.save_as,
+            accept_unmodelled=args.accept_unmodelled,
+        )
     except (NoSuchRun, InputError) as exc:
         error(str(exc))
         return EXIT_BAD_INPUT

@@ -83,6 +83,10 @@ class Explanation(_Model):
     ranking: list[dict[str, Any]]
     grace: str
     signal: dict[str, Any] | None
+    unmodelled: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="fields of the scenario upstream decides by that ledgerlet does not model, touching this pod",
+    )
 
 
 class Health(_Model):
