@@ -115,6 +115,7 @@ class NodeTable:
     _masks: dict[RequiredNodeAffinity, Bools] = field(default_factory=dict)
     _holders: dict[str, int] | None = None
     _names_array: npt.NDArray[np.str_] | None = None
+    _labelled: Bools | None = None
 
     @classmethod
     def build(cls, nodes: Sequence[NodeInfo]) -> NodeTable:
@@ -169,6 +170,7 @@ class NodeTable:
             self.label_set[i] = labels
             self._domains.clear()
             self._masks.clear()
+            self._labelled = None
         self.port_set[i] = self._intern_ports(node.ports)
         images = self._intern_images(node.images)
         if images != self.image_set[i]:
@@ -222,9 +224,11 @@ class NodeTable:
 
     @property
     def labelled(self) -> Bools:
-        """Rows whose node has some label."""
-        has = np.array([bool(labels) for labels in self.label_sets], np.bool_)
-        return has[self.label_set]
+        """Rows whose node has some label (kept until a row's labels change)."""
+        if self._labelled is None:
+            has = np.array([bool(labels) for labels in self.label_sets], np.bool_)
+            self._labelled = has[self.label_set]
+        return self._labelled
 
     def holders(self) -> dict[str, int]:
         """How many nodes hold each image."""
