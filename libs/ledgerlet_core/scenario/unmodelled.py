@@ -386,13 +386,13 @@ class _Scan:
             return
         memo_key = (
             namespace,
-            id(spec.volumes),
-            id(spec.resource_claims),
-            id(spec.affinity),
+            _part(spec.volumes),
+            _part(spec.resource_claims),
+            _part(spec.affinity),
             spec.scheduler_name,
-            id(spec.readiness_gates),
-            id(spec.containers),
-            id(labels),
+            _part(spec.readiness_gates),
+            _part(spec.containers),
+            _part(labels),
         )
         hit = self._memo.get(memo_key)
         if hit is None:
@@ -466,6 +466,12 @@ class _Scan:
             if "/" in head and kind in ("Service", "LimitRange"):
                 e.namespace = head.split("/", 1)[0]  # it touches pods of its namespace
             self.entries[(label, plugin, message)] = e
+
+
+def _part(value: object) -> int | None:
+    """A spec part by identity (the loader shares equal parts between pods); an empty one
+    (each pod's own empty list) is None."""
+    return id(value) if value else None
 
 
 def _label(kind: str, obj: AnyObject, where: str) -> str:
