@@ -222,7 +222,7 @@ def spec_findings(spec: PodSpec, *, prefix: str = "spec.") -> list[Finding]:
             Finding(
                 f"{prefix}resourceClaims",
                 "DynamicResources",
-                "dynamic resource claims are not modelled: the pod is placed as if it claimed no device",
+                "the pod is placed as if it claimed no device",
             )
         )
     for i, v in enumerate(spec.volumes):
@@ -231,8 +231,8 @@ def spec_findings(spec: PodSpec, *, prefix: str = "spec.") -> list[Finding]:
                 Finding(
                     f"{prefix}volumes[{i}].ephemeral",
                     "VolumeBinding",
-                    "a generic ephemeral volume's claim is bound or provisioned by the scheduler; not modelled: "
-                    "the pod is placed as if it had no such volume",
+                    "a generic ephemeral volume's claim is bound or provisioned by the scheduler; the pod is "
+                    "placed as if it had no such volume",
                 )
             )
         for attr, name in IN_TREE_DISKS:
@@ -241,7 +241,7 @@ def spec_findings(spec: PodSpec, *, prefix: str = "spec.") -> list[Finding]:
                     Finding(
                         f"{prefix}volumes[{i}].{name}",
                         "VolumeRestrictions",
-                        "disk conflicts between pods on a node and per-node volume limits are not modelled",
+                        "disk conflicts between pods on a node and per-node volume limits are not checked",
                     )
                 )
     for where, _ in _namespace_label_selectors(spec):
@@ -249,8 +249,8 @@ def spec_findings(spec: PodSpec, *, prefix: str = "spec.") -> list[Finding]:
             Finding(
                 where.replace("spec.", prefix, 1),
                 "InterPodAffinity",
-                "namespaces' labels are not modelled (only kubernetes.io/metadata.name): this selector matches no "
-                "namespace",
+                "namespaces' labels are unknown here (only kubernetes.io/metadata.name): this selector matches "
+                "no namespace",
             )
         )
     if spec.scheduler_name and spec.scheduler_name != DEFAULT_SCHEDULER:
@@ -291,7 +291,7 @@ def claim_findings(namespace: str, spec: PodSpec, ctx: Context, *, prefix: str =
                 Finding(
                     where,
                     "VolumeRestrictions",
-                    "a ReadWriteOncePod claim admits one pod at a time; not modelled",
+                    "a ReadWriteOncePod claim admits one pod at a time; not checked",
                     key,
                 )
             )
@@ -346,8 +346,8 @@ def readiness_findings(
                 Finding(
                     f"{prefix}readinessGates",
                     "disruption-controller",
-                    f"PodDisruptionBudget {ns}/{name} counts Ready pods; readiness gates are not modelled (a started "
-                    "pod counts as Ready)",
+                    f"PodDisruptionBudget {ns}/{name} counts Ready pods; its readiness gates are not read (a "
+                    "started pod counts as Ready)",
                     budget=(ns, name, raw),
                 )
             )
@@ -357,7 +357,7 @@ def readiness_findings(
                 Finding(
                     f"{prefix}containers[{i}].readinessProbe",
                     "disruption-controller",
-                    f"PodDisruptionBudget {ns}/{name} counts Ready pods; readiness probes are not modelled (a started "
+                    f"PodDisruptionBudget {ns}/{name} counts Ready pods; its readiness probe is not run (a started "
                     "pod counts as Ready)",
                     budget=(ns, name, raw),
                 )
@@ -426,8 +426,8 @@ class _Scan:
                 Finding(
                     f"spec.volumeClaimTemplates[{i}]",
                     "VolumeBinding",
-                    f"each pod's claim {t.metadata.name}-<pod> is bound or provisioned by the scheduler; not "
-                    "modelled: its pods are placed as if their volumes were bound anywhere",
+                    f"each pod's claim {t.metadata.name}-<pod> is bound or provisioned by the scheduler; its pods "
+                    "are placed as if their volumes were bound anywhere",
                 )
             )
         found += readiness_findings(ns, w.spec.template.metadata.labels, spec, self.ctx, prefix=prefix)
@@ -518,7 +518,7 @@ def scan(
             s.node(_label("Node", obj, where), obj)
     s.unsupported(warnings)
     entries = [e.record() for e in s.entries.values()]
-    notes = [warning(e) for e in entries]
+    notes = [warning(e) for e in entries if e.field != "kind"]  # (a skipped kind is warned of by the loader)
     notes += _logind_warnings(kubelet, node_configs, node_order)
     return entries, notes
 
