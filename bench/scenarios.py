@@ -141,20 +141,26 @@ def daemonset_cluster(nodes: int, pods_per_node: int, *, duration: str = "2m") -
 
 
 # -- scheduler_perf shapes (bench_scheduling.py) ------------------------------------------------
-def _sched_node(name: str) -> dict[str, Any]:
+def _sched_node(name: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, **({"labels": labels} if labels else {})}
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name},
+        "metadata": meta,
         "status": {"capacity": {"cpu": "4", "memory": "32Gi", "pods": "110"}},
     }
 
 
-def _pod(name: str, node: str, cpu: str, **spec: Any) -> dict[str, Any]:
+def _pod(
+    name: str, node: str, cpu: str, *, namespace: str = "", labels: dict[str, str] | None = None, **spec: Any
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, **({"namespace": namespace} if namespace else {})}
+    if labels:
+        meta["labels"] = labels
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name},
+        "metadata": meta,
         "spec": {
             "nodeName": node,
             "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "500Mi"}}}],
@@ -163,15 +169,17 @@ def _pod(name: str, node: str, cpu: str, **spec: Any) -> dict[str, Any]:
     }
 
 
-def _rs(name: str, replicas: int, cpu: str, **spec: Any) -> dict[str, Any]:
+def _rs(
+    name: str, replicas: int, cpu: str, *, namespace: str = "", labels: dict[str, str] | None = None, **spec: Any
+) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "ReplicaSet",
-        "metadata": {"name": name},
+        "metadata": {"name": name, **({"namespace": namespace} if namespace else {})},
         "spec": {
             "replicas": replicas,
             "template": {
-                "metadata": {"labels": {"app": name}},
+                "metadata": {"labels": {"app": name, **(labels or {})}},
                 "spec": {
                     "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu, "memory": "500Mi"}}}],
                     **spec,
@@ -187,6 +195,52 @@ def scheduling_basic(nodes: int, init: int, measure: int) -> dict[str, Any]:
     if measure:
         objects.append(_rs("measured", measure, "100m"))
     return _scenario("scheduling-basic", objects, "1s")
+
+
+#: scheduler_perf's zones for TopologySpreading (``labelNodePrepareStrategy``)
+ZONES = ("moon-1", "moon-2", "moon-3")
+ZONE_KEY = "topology.kubernetes.io/zone"
+
+
+def topology_spreading(nodes: int, init: int, measure: int, *, preferred: bool = False) -> dict[str, Any]:
+    """scheduler_perf ``TopologySpreading`` (``preferred``: ``PreferredTopologySpreading``):
+    nodes in three zones, ``init`` default pods bound, then ``measure`` pods labelled
+    color=blue with a zone spread constraint of maxSkew 5 over the blue pods
+    (``pod-with-topology-spreading.yaml``: DoNotSchedule; the preferred one: ScheduleAnyway)."""
+    objects = [_sched_node(f"n{i}", {ZONE_KEY: ZONES[i % len(ZONES)]}) for i in range(nodes)]
+    objects += [_pod(f"init-{i}", f"n{i % nodes}", "100m") for i in range(init)]
+    if measure:
+        spread = {
+            "maxSkew": 5,
+            "topologyKey": ZONE_KEY,
+            "whenUnsatisfiable": "ScheduleAnyway" if preferred else "DoNotSchedule",
+            "labelSelector": {"matchLabels": {"color": "blue"}},
+        }
+        objects.append(_rs("spreading", measure, "100m", labels={"color": "blue"}, topologySpreadConstraints=[spread]))
+    name = "preferred-topology-spreading" if preferred else "topology-spreading"
+    return _scenario(name, objects, "1s")
+
+
+def pod_anti_affinity(nodes: int, init: int, measure: int) -> dict[str, Any]:
+    """scheduler_perf ``SchedulingPodAntiAffinity``: nodes with unique hostnames, ``init``
+    pods in sched-0 and ``measure`` pods in sched-1, each labelled color=green with a
+    required anti-affinity to green pods of both namespaces on the same host
+    (``pod-with-pod-anti-affinity.yaml``); the initial ones bound one per node."""
+    term = {
+        "labelSelector": {"matchLabels": {"color": "green"}},
+        "topologyKey": "kubernetes.io/hostname",
+        "namespaces": ["sched-1", "sched-0"],
+    }
+    affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    green = {"color": "green", "name": "test"}
+    objects = [_sched_node(f"n{i}") for i in range(nodes)]
+    objects += [
+        _pod(f"init-{i}", f"n{i % nodes}", "100m", namespace="sched-0", labels=green, affinity=affinity)
+        for i in range(init)
+    ]
+    if measure:
+        objects.append(_rs("anti-affinity", measure, "100m", namespace="sched-1", labels=green, affinity=affinity))
+    return _scenario("scheduling-pod-anti-affinity", objects, "1s")
 
 
 def preemption_basic(nodes: int, measure: int) -> dict[str, Any]:

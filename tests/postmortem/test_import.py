@@ -91,6 +91,7 @@ def test_clean_object_drops_what_the_api_server_added() -> None:
     assert node["status"] == {
         "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110", "ephemeral-storage": "40Gi"},
         "allocatable": {"cpu": "4", "memory": "7Gi", "pods": "110", "ephemeral-storage": "36Gi"},
+        "images": [{"names": ["nginx"], "sizeBytes": 1}],  # ImageLocality scores by them
     }
     pod = clean_object(_kubectl_dump()["items"][1])
     assert "annotations" not in pod["metadata"]

@@ -1,6 +1,7 @@
 """The vector cycle decides exactly as the node-by-node one: random clusters (resources,
-taints, selectors, cordons, priorities, nominations, disruption budgets), both cycles,
-every field of the result compared."""
+taints, selectors, cordons, priorities, nominations, disruption budgets, node affinity,
+topology spread, inter-pod (anti-)affinity, host ports, images), both cycles, every field
+of the result compared."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ import pytest
 from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.k8s.defaults import apply_defaults
 from ledgerlet_core.model.k8s.objects import LabelSelector, Pod, Taint
+from ledgerlet_core.model.k8s.selection import label_selector
 from ledgerlet_core.scheduling.config import SchedulerConfig
 from ledgerlet_core.scheduling.cycle import CycleResult, schedule_one
+from ledgerlet_core.scheduling.index import PodIndex
 from ledgerlet_core.scheduling.info import NodeInfo, PodInfo, pod_info
 from ledgerlet_core.scheduling.preemption import PDB
 from ledgerlet_core.scheduling.vector import NodeTable
@@ -33,9 +36,104 @@ TOLERATIONS: list[dict[str, Any]] = [
     {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
 ]
 ZONES = ["a", "b", "c"]
+APPS = ["web", "db", "batch"]
+IMAGES = ["nginx:1.25", "redis", "busybox:1", "registry.k8s.io/pause:3.10"]
+KEYS = ["zone", "kubernetes.io/hostname", "rack"]
 
 
-def make_pod(rng: random.Random, name: str, node: str = "") -> Pod:
+def _selector(rng: random.Random) -> dict[str, Any]:
+    if rng.random() < 0.7:
+        return {"matchLabels": {"app": rng.choice(APPS)}}
+    op = rng.choice(["In", "NotIn", "Exists", "DoesNotExist"])
+    expr: dict[str, Any] = {"key": "app", "operator": op}
+    if op in ("In", "NotIn"):
+        expr["values"] = rng.sample(APPS, rng.randint(1, 2))
+    return {"matchExpressions": [expr]}
+
+
+def _node_term(rng: random.Random, nodes: int) -> dict[str, Any]:
+    term: dict[str, Any] = {}
+    if rng.random() < 0.8:
+        op = rng.choice(["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"])
+        key = "size" if op in ("Gt", "Lt") else rng.choice(["zone", "rack"])
+        expr: dict[str, Any] = {"key": key, "operator": op}
+        if op in ("In", "NotIn"):
+            expr["values"] = rng.sample(ZONES if key == "zone" else ["r1", "r2"], 1)
+        elif op in ("Gt", "Lt"):
+            expr["values"] = [str(rng.choice([2, 4, 8]))]
+        term["matchExpressions"] = [expr]
+    if rng.random() < 0.3 or not term:
+        term["matchFields"] = [
+            {"key": "metadata.name", "operator": rng.choice(["In", "NotIn"]), "values": [f"n{rng.randrange(nodes)}"]}
+        ]
+    return term
+
+
+def _affinity_term(rng: random.Random) -> dict[str, Any]:
+    term: dict[str, Any] = {"labelSelector": _selector(rng), "topologyKey": rng.choice(KEYS)}
+    if rng.random() < 0.2:
+        term["namespaces"] = ["default", "other"]
+    if rng.random() < 0.1:
+        term["namespaceSelector"] = {}
+    return term
+
+
+def _scheduling(rng: random.Random, spec: dict[str, Any], nodes: int, extras: float) -> None:
+    """Affinity, spread, ports and images, each on some pods."""
+    affinity: dict[str, Any] = {}
+    if rng.random() < 0.15 * extras:
+        na: dict[str, Any] = {}
+        if rng.random() < 0.6:
+            na["requiredDuringSchedulingIgnoredDuringExecution"] = {
+                "nodeSelectorTerms": [_node_term(rng, nodes) for _ in range(rng.randint(1, 2))]
+            }
+        if rng.random() < 0.6:
+            na["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                {"weight": rng.randint(1, 100), "preference": _node_term(rng, nodes)} for _ in range(rng.randint(0, 2))
+            ]
+        affinity["nodeAffinity"] = na
+    for kind in ("podAffinity", "podAntiAffinity"):
+        if rng.random() < 0.2 * extras:
+            group: dict[str, Any] = {}
+            if rng.random() < 0.6:
+                group["requiredDuringSchedulingIgnoredDuringExecution"] = [_affinity_term(rng)]
+            if rng.random() < 0.6:
+                group["preferredDuringSchedulingIgnoredDuringExecution"] = [
+                    {"weight": rng.randint(1, 100), "podAffinityTerm": _affinity_term(rng)}
+                    for _ in range(rng.randint(1, 2))
+                ]
+            affinity[kind] = group
+    if affinity:
+        spec["affinity"] = affinity
+    if rng.random() < 0.25 * extras:
+        constraints = []
+        for key in rng.sample(KEYS, rng.randint(1, 2)):
+            c: dict[str, Any] = {
+                "maxSkew": rng.randint(1, 3),
+                "topologyKey": key,
+                "whenUnsatisfiable": rng.choice(["DoNotSchedule", "ScheduleAnyway"]),
+                "labelSelector": _selector(rng),
+            }
+            if rng.random() < 0.3 and c["whenUnsatisfiable"] == "DoNotSchedule":
+                c["minDomains"] = rng.randint(1, 5)
+            if rng.random() < 0.3:
+                c["nodeAffinityPolicy"] = rng.choice(["Honor", "Ignore"])
+            if rng.random() < 0.3:
+                c["nodeTaintsPolicy"] = rng.choice(["Honor", "Ignore"])
+            if rng.random() < 0.2:
+                c["matchLabelKeys"] = ["tier"]
+            constraints.append(c)
+        spec["topologySpreadConstraints"] = constraints
+    container = spec["containers"][0]
+    if rng.random() < 0.15 * extras:
+        container["ports"] = [
+            {"containerPort": 80, "hostPort": rng.choice([80, 8080]), "hostIP": rng.choice(["", "10.0.0.1"])}
+        ]
+    if rng.random() < 0.5:
+        container["image"] = rng.choice(IMAGES)
+
+
+def make_pod(rng: random.Random, name: str, node: str = "", *, nodes: int = 1, extras: float = 1.0) -> Pod:
     requests: dict[str, str] = {}
     if rng.random() < 0.9:
         requests["cpu"] = f"{rng.choice([0, 50, 100, 250, 500, 1000, 1500, 3000])}m"
@@ -55,8 +153,10 @@ def make_pod(rng: random.Random, name: str, node: str = "") -> Pod:
         spec["nodeSelector"] = {"zone": rng.choice(ZONES)}
     if rng.random() < 0.1:
         spec["preemptionPolicy"] = "Never"
-    labels = {"app": rng.choice(["web", "db", "batch"])}
-    doc = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default", "labels": labels}}
+    _scheduling(rng, spec, nodes, extras)
+    labels = {"app": rng.choice(APPS), "tier": rng.choice(["front", "back"])}
+    namespace = "other" if rng.random() < 0.1 else "default"
+    doc = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, "labels": labels}}
     pod = apply_defaults(convert({**doc, "spec": spec}, Pod))
     assert isinstance(pod, Pod)
     return pod
@@ -64,23 +164,32 @@ def make_pod(rng: random.Random, name: str, node: str = "") -> Pod:
 
 def make_cluster(rng: random.Random) -> tuple[list[NodeInfo], dict[str, list[PodInfo]], list[PDB]]:
     nodes = []
-    for i in range(rng.randint(1, 40)):
+    count = rng.randint(1, 40)
+    for i in range(count):
         alloc = {"cpu": rng.choice([1, 2, 4, 8]) * 10**9, "memory": rng.choice([2, 4, 8, 16]) * GI}
         alloc["pods"] = rng.choice([3, 5, 10, 110]) * 10**9
         if rng.random() < 0.5:
             alloc["ephemeral-storage"] = rng.choice([10, 50, 100]) * GI
-        node = NodeInfo(f"n{i}", i, {"zone": rng.choice(ZONES)}, alloc)
+        labels = {"kubernetes.io/hostname": f"n{i}"}
+        if rng.random() < 0.9:
+            labels["zone"] = rng.choice(ZONES)
+        if rng.random() < 0.6:
+            labels["rack"] = rng.choice(["r1", "r2", ""])
+        if rng.random() < 0.7:
+            labels["size"] = str(rng.choice([1, 4, 16]))
+        node = NodeInfo(f"n{i}", i, labels, alloc)
         node.taints = rng.sample(TAINTS, rng.choice([0, 0, 0, 1, 2]))
         node.unschedulable = rng.random() < 0.1
+        node.images = {name: rng.choice([10, 100, 600]) * 2**20 for name in rng.sample(IMAGES, rng.randint(0, 2))}
         for j in range(rng.randint(0, 6)):
-            info = pod_info(make_pod(rng, f"p{i}-{j}", node.name))
+            info = pod_info(make_pod(rng, f"p{i}-{j}", node.name, nodes=count, extras=0.5))
             info.start = rng.randint(0, 100) * 10**9
             info.terminating = rng.random() < 0.05
             node.add(info)
         nodes.append(node)
     nominated: dict[str, list[PodInfo]] = {}
     for k in range(rng.choice([0, 0, 1, 3])):
-        info = pod_info(make_pod(rng, f"nominated-{k}"))
+        info = pod_info(make_pod(rng, f"nominated-{k}", nodes=count))
         info.nominated = rng.choice(nodes).name
         nominated.setdefault(info.nominated, []).append(info)
     pdbs = [
@@ -88,6 +197,17 @@ def make_cluster(rng: random.Random) -> tuple[list[NodeInfo], dict[str, list[Pod
         for app in rng.sample(["web", "db", "batch"], rng.randint(0, 2))
     ]
     return nodes, nominated, pdbs
+
+
+def vector_parts(nodes: list[NodeInfo]) -> dict[str, Any]:
+    """The table and the per-node counts, as the cache keeps them."""
+    index = PodIndex()
+    index.reset(nodes)
+    return {"table": NodeTable.build(nodes), "index": index}
+
+
+def default_selector(rng: random.Random) -> Any:
+    return rng.choice([None, None, label_selector(LabelSelector(match_labels={"app": rng.choice(APPS)}))])
 
 
 def essentials(r: CycleResult) -> dict[str, Any]:
@@ -117,18 +237,18 @@ def essentials(r: CycleResult) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("seed", range(300))
+@pytest.mark.parametrize("seed", range(600))
 def test_the_vector_cycle_decides_as_the_node_by_node_one(seed: int) -> None:
     rng = random.Random(seed)
     nodes, nominated, pdbs = make_cluster(rng)
-    pod = pod_info(make_pod(rng, "pending"))
+    pod = pod_info(make_pod(rng, "pending", nodes=len(nodes)))
     if rng.random() < 0.2:
         pod.nominated = rng.choice(nodes).name
     settings = SchedulerConfig(percentage_of_nodes_to_score=rng.choice([0, 0, 10, 50, 100]))
     start = rng.randrange(len(nodes))
-    kw: dict[str, Any] = {"now": 200 * 10**9, "start_index": start}
+    kw: dict[str, Any] = {"now": 200 * 10**9, "start_index": start, "default_selector": default_selector(rng)}
     plain = schedule_one(pod, nodes, nominated, pdbs, settings, **kw)
-    vector = schedule_one(pod, nodes, nominated, pdbs, settings, table=NodeTable.build(nodes), **kw)
+    vector = schedule_one(pod, nodes, nominated, pdbs, settings, **vector_parts(nodes), **kw)
     assert essentials(vector) == essentials(plain)
 
 

@@ -15,6 +15,28 @@ class _Data(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     pass
 
 
+class UnmodelledField(_Data, kw_only=True):
+    """A field (or object) upstream decides by that ledgerlet does not model, found when
+    the scenario was loaded (``scenario/unmodelled.py``). The pods it touches: those named,
+    those whose spec has one of ``specs`` (a signature of the parts it reads), those using
+    one of ``claims``, those on one of ``nodes``, those in ``namespace`` (that ``selector``
+    selects, when there is one)."""
+
+    object: str
+    field: str
+    #: the upstream plugin or controller that would read it
+    plugin: str
+    message: str
+    #: how many pods or objects carry it; ``pods``: the first of them
+    count: int = 1
+    pods: list[str] = []
+    specs: list[str] = []
+    claims: list[str] = []
+    nodes: list[str] = []
+    namespace: str = ""
+    selector: dict[str, Any] | None = None
+
+
 class ScenarioStarted(_Data, kw_only=True):
     """The run's configuration; everything else in the run follows from it and the inputs."""
 
@@ -37,6 +59,8 @@ class ScenarioStarted(_Data, kw_only=True):
     #: recorded Kubernetes Events (``spec.observedEvents``, scenario/observed_events.py):
     #: what the cluster was seen to do, kept beside the decisions; never an input
     observed_events: list[dict[str, Any]] = []
+    #: what the scenario holds that upstream would decide by and ledgerlet does not model
+    unmodelled: list[UnmodelledField] = []
 
 
 #: ``ScenarioStarted.observations``: derived observations kept with every pod's stats

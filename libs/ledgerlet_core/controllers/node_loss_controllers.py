@@ -8,9 +8,11 @@ Kept apart because their conditions differ (rules in :mod:`.node_loss`):
 * taint eviction (``tainteviction``): pods that do not tolerate a NoExecute taint are
   deleted, at once or after their ``tolerationSeconds`` (a deletion the kubelet carries
   out, or, if the kubelet is gone, that leaves the pod Terminating);
-* PodGC (``gcTerminating``, ``gcOrphaned``): every 20 s, Terminating pods on a not-Ready
-  node that has the ``node.kubernetes.io/out-of-service`` taint (any effect) are
-  force-deleted; pods of a deleted node after 40 s;
+* PodGC (``gcTerminated``, ``gcTerminating``, ``gcOrphaned``, in that order): every 20 s,
+  terminated pods beyond ``terminatedPodGCThreshold`` (evicted first, then the oldest),
+  Terminating pods on a not-Ready node that has the ``node.kubernetes.io/out-of-service``
+  taint (any effect), and every pod of a node still missing 40 s after a pass found it
+  missing are force-deleted (the bookkeeping in :mod:`.podgc`);
 * attach-detach (``reconciler.go``): a volume no longer wanted on its node is detached
   when the kubelet has unmounted it, at once (forced) with the out-of-service taint, or
   forced after 6 minutes on an unhealthy node unless ``disableForceDetachOnTimeout``.
@@ -22,12 +24,12 @@ with something due (a stopped node's monitor deadline, a pass to redo, a deadlin
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts.internal import PHASE_TIMERS, PodDeletionRequested
 from ledgerlet_core.controllers.node_loss import (
     MAX_WAIT_FOR_UNMOUNT,
-    ORPHAN_QUARANTINE,
     POD_GC_PERIOD,
     RECONCILE_PERIOD,
     TAINT_EVICTION_MESSAGE,
@@ -39,11 +41,19 @@ from ledgerlet_core.controllers.node_loss import (
     toleration_delay,
     unknown_at,
 )
+from ledgerlet_core.controllers.podgc import (
+    EVICTED_REASON,
+    POD_GC,
+    OrphanQuarantine,
+    TerminatedPods,
+    creation_seconds,
+)
 from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_core.loop.timers import Timers, next_multiple
 from ledgerlet_core.model.duration import SECOND
 from ledgerlet_core.model.k8s.objects import Pod, Taint, Toleration
 from ledgerlet_core.model.k8s.taints import NO_EXECUTE, NO_SCHEDULE, TAINT_NODE_OUT_OF_SERVICE, TAINT_NODE_UNSCHEDULABLE
+from ledgerlet_core.model.timefmt import EPOCH
 
 DEFAULT_TERMINATION_GRACE = 30
 UNSCHEDULABLE_TAINT = Taint(key=TAINT_NODE_UNSCHEDULABLE, effect=NO_SCHEDULE)
@@ -78,7 +88,11 @@ class _Pod:
     tolerations: list[Toleration]
     grace: int
     volumes: list[str]
+    #: its creationTimestamp (epoch seconds), which PodGC orders terminated pods by
+    created: int = 0
     terminating: bool = False
+    #: its deletion was asked for: once it has stopped it is gone, not a terminated pod
+    deleted: bool = False
     deletion_cause: str = ""
     delete_at: int | None = None
 
@@ -88,6 +102,10 @@ class Settings:
     #: ``--node-monitor-grace-period``
     monitor_grace: int = 40 * SECOND
     disable_force_detach_on_timeout: bool = False
+    #: ``--terminated-pod-gc-threshold`` (0: ``gcTerminated`` is off)
+    terminated_pod_gc_threshold: int = 12500
+    #: the run's start, which creation times count from
+    start: datetime = EPOCH
 
 
 class NodeLossControllers:
@@ -106,6 +124,11 @@ class NodeLossControllers:
         self._stopping: set[str] = set()
         self._deadlines: set[str] = set()
         self._unhealthy: set[str] = set()
+        #: PodGC: the terminated pods still in the API, the missing nodes it waits on, and
+        #: when pods not running yet were admitted (their creation time)
+        self.terminated = TerminatedPods()
+        self.quarantine = OrphanQuarantine()
+        self._admitted: dict[str, int] = {}
 
     def _wake(self, at: int, out: Emitter, node: str | None = None) -> None:
         if node is not None:
@@ -128,6 +151,11 @@ class NodeLossControllers:
                 self._wake(now, out, name)
         else:
             existing.spec_taints, existing.unschedulable = list(spec_taints), unschedulable
+            if existing.deleted_at is not None:
+                # back before PodGC found it gone for good: its quarantine ends with nothing deleted
+                existing.deleted_at = None
+                if existing.ready == "True":
+                    self._unhealthy.discard(name)
             self._wake(now, out, name)
 
     def node_deleted(self, name: str, now: int, out: Emitter) -> None:
@@ -135,7 +163,8 @@ class NodeLossControllers:
         if node is not None:
             node.deleted_at = now
             self._unhealthy.add(name)  # PodGC looks at it from now on
-            self._wake(now + ORPHAN_QUARANTINE, out)
+            if node.pods or self.terminated.on_node(name):
+                self._wake(next_multiple(now, POD_GC_PERIOD), out)  # the pass that finds it missing
 
     def ready_changed(self, name: str, status: str, now: int, out: Emitter) -> None:
         """The kubelet (or the shutdown manager) reported Ready."""
@@ -184,14 +213,24 @@ class NodeLossControllers:
         self._wake(now, out, name)
 
     # -- pods ------------------------------------------------------------------------------
+    def pod_admitted(self, key: str, now: int) -> None:
+        """The API server admitted a pod (its creation time, unless it says its own)."""
+        if key not in self.pods:
+            self._admitted[key] = now
+
     def pod_running(self, pod: Pod, node_name: str, volumes: list[str]) -> None:
         """A pod on ``node_name``, with the attachable volumes its claims are bound to."""
         node = self.nodes.get(node_name)
         if node is None:
             return
         grace = pod.spec.termination_grace_period_seconds
+        created = creation_seconds(pod, self.settings.start, self._admitted.pop(pod.key, 0))
         self.pods[pod.key] = _Pod(
-            node_name, list(pod.spec.tolerations), DEFAULT_TERMINATION_GRACE if grace is None else grace, volumes
+            node_name,
+            list(pod.spec.tolerations),
+            DEFAULT_TERMINATION_GRACE if grace is None else grace,
+            volumes,
+            created,
         )
         node.pods[pod.key] = None
         for pv in volumes:
@@ -202,7 +241,43 @@ class NodeLossControllers:
         self.pod_running(pod, node, volumes)
         self._wake(now, out, node)  # a NoExecute taint may already be there
 
+    def terminated_applied(self, pod: Pod, now: int, out: Emitter) -> None:
+        """A pod of the scenario's objects that has already terminated (Succeeded, Failed)."""
+        evicted = pod.status.phase == "Failed" and pod.status.reason == EVICTED_REASON
+        created = creation_seconds(pod, self.settings.start, 0)
+        self._terminated(pod.key, pod.spec.node_name, evicted, created, next_multiple(now, POD_GC_PERIOD), out)
+
+    def pod_ended(self, key: str, *, evicted: bool, now: int, out: Emitter) -> None:
+        """A running pod terminated and stays in the API (Failed: the kubelet evicted it, its
+        node's shutdown stopped it, its containers failed for good), unless its deletion was
+        asked for; either way it holds nothing on its node any more."""
+        p = self.pods.get(key)
+        if p is not None and not p.deleted:
+            self._terminated(key, p.node, evicted, p.created, next_multiple(now + 1, POD_GC_PERIOD), out)
+        self.pod_gone(key, now, out)
+
+    def pod_refused(self, pod: Pod | None, key: str, node: str, *, evicted: bool, now: int, out: Emitter) -> None:
+        """The kubelet refused the pod at admission: it is Failed on ``node``."""
+        created = creation_seconds(pod, self.settings.start, self._admitted.pop(key, 0))
+        self._terminated(key, node, evicted, created, next_multiple(now + 1, POD_GC_PERIOD), out)
+        self.pod_gone(key, now, out)
+
+    def _terminated(self, key: str, node: str, evicted: bool, created: int, next_pass: int, out: Emitter) -> None:
+        self.terminated.add(key, node, evicted=evicted, created=created)
+        threshold = self.settings.terminated_pod_gc_threshold
+        if 0 < threshold < len(self.terminated):
+            self._wake(next_pass, out)
+        n = self.nodes.get(node)
+        if n is not None and n.deleted_at is not None:
+            self._wake(next_pass, out)
+
+    def pod_force_deleted(self, key: str, now: int, out: Emitter) -> None:
+        """Gone from the API, whether it was running or terminated."""
+        self.terminated.remove(key)
+        self.pod_gone(key, now, out)
+
     def pod_gone(self, key: str, now: int, out: Emitter) -> None:
+        self._admitted.pop(key, None)
         p = self.pods.pop(key, None)
         if p is None:
             return
@@ -217,14 +292,20 @@ class NodeLossControllers:
         if p.volumes:
             self._wake(now, out, p.node)
 
-    def pod_terminating(self, key: str, cause: str) -> None:
-        """Its deletion was asked for (or it was evicted): taint eviction leaves it alone."""
+    def pod_terminating(self, key: str, cause: str, *, deleted: bool = False) -> None:
+        """It is being stopped: evicted by its kubelet, or its deletion was asked for
+        (``deleted``: the scheduler's preemption, a user); taint eviction leaves it alone."""
         p = self.pods.get(key)
-        if p is not None and not p.terminating:
+        if p is None:
+            return
+        p.deleted = p.deleted or deleted
+        if not p.terminating:
             p.terminating, p.deletion_cause, p.delete_at = True, cause, None
 
     def pod_deleted(self, key: str, cause: str, now: int, out: Emitter) -> None:
-        self.pod_terminating(key, cause)
+        if self.terminated.remove(key) is not None:
+            return  # a terminated pod's deletion: nothing runs, it is gone at once
+        self.pod_terminating(key, cause, deleted=True)
         if key in self.pods:
             self._wake(now, out, self.pods[key].node)
 
@@ -290,7 +371,7 @@ class NodeLossControllers:
                     self._wake(p.delete_at, out)
             if p.delete_at is not None and p.delete_at <= now:
                 untolerated = next((t for t in taints if toleration_delay(p.tolerations, [t]) is not None), None)
-                p.terminating, p.delete_at = True, None
+                p.terminating, p.deleted, p.delete_at = True, True, None
                 p.deletion_cause = out.decide(
                     PodDeletionRequested(
                         node=name,
@@ -310,34 +391,54 @@ class NodeLossControllers:
             self._deadlines.discard(name)
 
     def _pod_gc(self, now: int, out: Emitter) -> None:
-        """``gcTerminating`` and ``gcOrphaned``, in upstream's order."""
+        """``gcTerminated``, ``gcTerminating`` and ``gcOrphaned``, in upstream's order."""
+        threshold = self.settings.terminated_pod_gc_threshold
+        count = len(self.terminated)
+        for t in self.terminated.excess(threshold):
+            self.terminated.remove(t.key)
+            message = f"PodGC: {count} terminated pods, more than terminatedPodGCThreshold {threshold}"
+            out.decide(
+                dec.PodForceDeleted(reason="terminated", by=POD_GC, message=message), node=t.node or None, pod=t.key
+            )
         for name in self._by_order(self._unhealthy):
             node = self.nodes[name]
-            orphaned = node.deleted_at is not None and now - node.deleted_at >= ORPHAN_QUARANTINE
-            if not orphaned and not (node.ready != "True" and node.out_of_service()):
+            if node.deleted_at is not None or node.ready == "True" or not node.out_of_service():
                 continue
             for key in sorted(node.pods):
                 p = self.pods[key]
-                if orphaned:
-                    data = dec.PodForceDeleted(
-                        reason="orphaned", by="pod-garbage-collector", message="PodGC: node no longer exists"
-                    )
-                elif p.terminating:
+                if p.terminating:
                     data = dec.PodForceDeleted(
                         reason="out-of-service",
-                        by="pod-garbage-collector",
+                        by=POD_GC,
                         message="Terminating on a node that is not Ready and has the out-of-service taint",
                     )
-                else:
-                    continue
-                out.decide(data, node=name, pod=key, causes=[p.deletion_cause] if p.deletion_cause else None)
+                    out.decide(data, node=name, pod=key, causes=[p.deletion_cause] if p.deletion_cause else None)
+        for name in self._by_order(self._unhealthy):
+            node = self.nodes[name]
+            if node.deleted_at is not None and (node.pods or self.terminated.on_node(name)):
+                self.quarantine.seen_missing(name, now)
+        for name in self.quarantine.due(now):
+            node = self.nodes[name]
+            if node.deleted_at is None:
+                continue  # it came back: not orphaned
+            for key in sorted({*node.pods, *self.terminated.on_node(name)}):
+                running = self.pods.get(key)
+                self.terminated.remove(key)
+                data = dec.PodForceDeleted(reason="orphaned", by=POD_GC, message="PodGC: node no longer exists")
+                causes = [running.deletion_cause] if running is not None and running.deletion_cause else None
+                out.decide(data, node=name, pod=key, causes=causes)
 
     def _next_pod_gc(self, now: int, out: Emitter) -> None:
-        for node in (self.nodes[n] for n in self._unhealthy):
+        threshold = self.settings.terminated_pod_gc_threshold
+        if self.quarantine or 0 < threshold < len(self.terminated):
+            self._wake(next_multiple(now + 1, POD_GC_PERIOD), out)
+            return
+        for name in self._unhealthy:
+            node = self.nodes[name]
             waiting = (
                 node.ready != "True" and node.out_of_service() and any(self.pods[k].terminating for k in node.pods)
             )
-            if waiting or (node.deleted_at is not None and node.pods):
+            if waiting or (node.deleted_at is not None and (node.pods or self.terminated.on_node(name))):
                 self._wake(next_multiple(now + 1, POD_GC_PERIOD), out)
                 return
 

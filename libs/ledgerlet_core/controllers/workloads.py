@@ -33,6 +33,7 @@ from ledgerlet_core.model.k8s.objects import (
     Toleration,
     Workload,
 )
+from ledgerlet_core.model.k8s.selection import required_node_affinity
 from ledgerlet_core.model.k8s.taints import (
     NO_EXECUTE,
     NO_SCHEDULE,
@@ -120,7 +121,7 @@ def pod_from_template(
         annotations={**template.metadata.annotations, **(annotations or {})},
         owner_references=[
             OwnerReference(
-                api_version="apps/v1",
+                api_version=owner.api_version,
                 kind=owner.kind,
                 name=owner.metadata.name,
                 uid=owner.metadata.uid,
@@ -144,11 +145,13 @@ def stateful_pod_name(sts: Workload, ordinal: int) -> str:
 
 
 def node_runs_daemon(ds: Workload, node: Node, taints: Iterable[Taint] | None = None) -> bool:
-    """``NodeShouldRunDaemonPod`` for what ledgerlet models: nodeSelector and taints
-    (``taints``: the node's live ones, its object's when not given)."""
-    selector = ds.spec.template.spec.node_selector
-    labels = node.metadata.labels
-    if any(labels.get(k) != v for k, v in selector.items()):
+    """``NodeShouldRunDaemonPod``'s predicates: the template's nodeName, nodeSelector and
+    required node affinity, and taints (``taints``: the node's live ones, its object's when
+    not given)."""
+    spec = ds.spec.template.spec
+    if spec.node_name and spec.node_name != node.metadata.name:
+        return False
+    if not required_node_affinity(spec).matches(node.metadata.labels, node.metadata.name):
         return False
     tolerations = [*ds.spec.template.spec.tolerations, *DAEMON_TOLERATIONS]
     live = node.spec.taints if taints is None else taints

@@ -78,6 +78,8 @@ class KubeletConfigSpec(msgspec.Struct, rename="camel", kw_only=True, omit_defau
     shutdown_grace_period_critical_pods: str = "0s"
     shutdown_grace_period_by_pod_priority: list[ShutdownGracePeriodByPodPriority] = []
     logind_inhibit_delay_max: str = "5s"
+    #: what logind reports after the kubelet's drop-in and reload (:mod:`.logind`); None: the raise took
+    logind_inhibit_delay_max_after_reload: str | None = None
     feature_gates: dict[str, bool] = {}
 
 
@@ -122,6 +124,7 @@ class KubeletConfig:
     shutdown_grace_period_critical_pods: int
     logind_inhibit_delay_max: int
     feature_gates: Mapping[str, bool] = field(default_factory=dict)
+    logind_inhibit_delay_max_after_reload: int | None = None
 
     @property
     def eviction_max_pod_grace_period(self) -> int:
@@ -178,7 +181,23 @@ def resolve_kubelet_config(raw: Mapping[str, Any] | None, *, obj: str = "spec.ku
     except ThresholdError as exc:
         where = f"{exc.setting}.{exc.key}" if exc.key else exc.setting
         raise InputError(str(exc), obj=obj, field=where) from None
-    return KubeletConfig(spec=spec, thresholds=tuple(thresholds), feature_gates=gates, **durations)
+    after_reload = None
+    if spec.logind_inhibit_delay_max_after_reload is not None:
+        try:
+            after_reload = parse_duration(spec.logind_inhibit_delay_max_after_reload)
+        except DurationError as exc:
+            raise InputError(str(exc), obj=obj, field="logindInhibitDelayMaxAfterReload") from None
+        if after_reload < 0:
+            raise _fail(
+                "logindInhibitDelayMaxAfterReload must not be negative", obj, "logindInhibitDelayMaxAfterReload"
+            )
+    return KubeletConfig(
+        spec=spec,
+        thresholds=tuple(thresholds),
+        feature_gates=gates,
+        logind_inhibit_delay_max_after_reload=after_reload,
+        **durations,
+    )
 
 
 def _fail(message: str, obj: str, field: str) -> InputError:

@@ -5,8 +5,9 @@ On a shutdown request the kubelet reports Ready False ("node is shutting down") 
 kills the node's active pods group by group (:mod:`.graceful_shutdown`); the plan is the
 ``NodeShutdownStarted`` decision, which the kubelet's pod worker carries out;
 ``NodeShutdownCompleted`` follows when the last group ends and the machine halts.
-Without a graceful configuration the node stops at once, its pods not stopped. A
-power-on brings the kubelet back: Ready True.
+Without a graceful configuration, or when the manager could not start because logind
+would not raise its inhibit delay (:mod:`.logind`), the node stops at once, its pods not
+stopped. A power-on brings the kubelet back: Ready True.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from ledgerlet_core.kubelet.graceful_shutdown import (
     plan_shutdown,
     shutdown_groups,
 )
-from ledgerlet_core.kubelet.shutdown_records import shutdown_immediate, shutdown_started
+from ledgerlet_core.kubelet.logind import inhibit_delay
+from ledgerlet_core.kubelet.shutdown_records import shutdown_immediate, shutdown_started, shutdown_unmanaged
 from ledgerlet_core.model.annotations import exit_after_seconds, kubelet_priority
 from ledgerlet_core.model.duration import SECOND, seconds
 from ledgerlet_core.model.k8s.objects import Pod
@@ -145,14 +147,13 @@ class ShutdownManager:
             )
             for p in node.pods.values()
         ]
+        requested = period_requested(groups)
+        delay = inhibit_delay(requested, config.logind_inhibit_delay_max, config.logind_inhibit_delay_max_after_reload)
+        if delay.error:  # the manager never started: no inhibitor lock, the node just stops
+            node.ends_at = now
+            return Started(None, shutdown_unmanaged(source, unix, requested, delay), now)
         plan = plan_shutdown(now, groups, pods)
-        record = shutdown_started(
-            plan,
-            requested=period_requested(groups),
-            logind=config.logind_inhibit_delay_max // SECOND,
-            source=source,
-            start_time_seconds=unix,
-        )
+        record = shutdown_started(plan, requested=requested, logind=delay, source=source, start_time_seconds=unix)
         node.ends_at, node.start_unix = plan.end, unix
         ready = dec.NodeConditionChanged(condition="Ready", status="False", reason=READY_REASON, message=READY_MESSAGE)
         return Started(ready, record, plan.end)

@@ -4,22 +4,26 @@ from __future__ import annotations
 
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.kubelet.graceful_shutdown import Plan
+from ledgerlet_core.kubelet.logind import InhibitDelay
 from ledgerlet_core.model.duration import SECOND
 
 SHUTDOWN_DETECTED = "Shutdown manager detected shutdown event"
 
 
 def shutdown_started(
-    plan: Plan, *, requested: int, logind: int, source: str, start_time_seconds: float
+    plan: Plan, *, requested: int, logind: InhibitDelay, source: str, start_time_seconds: float
 ) -> dec.NodeShutdownStarted:
-    """``requested``: the seconds the groups ask for; ``logind``: InhibitDelayMaxSec as configured.
-    The kubelet raises logind's delay to what it needs with a drop-in, and says so."""
+    """``requested``: the seconds the groups ask for; ``logind``: InhibitDelayMaxSec as found
+    and as the manager left it. The kubelet raises logind's delay to what it needs with a
+    drop-in, and says so."""
     message = SHUTDOWN_DETECTED
-    if requested > logind:
+    if logind.raised:
         message += (
-            f"; logind InhibitDelayMaxSec raised from {logind}s to {requested}s by the kubelet's "
+            f"; logind InhibitDelayMaxSec raised from {logind.found}s to {requested}s by the kubelet's "
             "drop-in /etc/systemd/logind.conf.d/99-kubelet.conf"
         )
+        if logind.effective != requested:
+            message += f" (logind reports {logind.effective}s after the reload)"
     return dec.NodeShutdownStarted(
         graceful=True,
         groups=[
@@ -44,7 +48,7 @@ def shutdown_started(
             for g in plan.groups
         ],
         period_requested_seconds=requested,
-        inhibit_delay_max_seconds=max(logind, requested),
+        inhibit_delay_max_seconds=logind.effective,
         source=source,
         message=message,
         start_time_seconds=start_time_seconds,
@@ -58,5 +62,23 @@ def shutdown_immediate(source: str, start_time_seconds: float) -> dec.NodeShutdo
         groups=[],
         source=source,
         message="no graceful shutdown configured: the node stops at once, its pods are not stopped",
+        start_time_seconds=start_time_seconds,
+    )
+
+
+def shutdown_unmanaged(
+    source: str, start_time_seconds: float, requested: int, logind: InhibitDelay
+) -> dec.NodeShutdownStarted:
+    """The shutdown manager failed to start (kubelet: "Failed to start node shutdown
+    manager"): logind does not wait, the node stops at once, its pods not stopped."""
+    return dec.NodeShutdownStarted(
+        graceful=False,
+        groups=[],
+        period_requested_seconds=requested,
+        inhibit_delay_max_seconds=logind.effective,
+        source=source,
+        message=(
+            f"Failed to start node shutdown manager: {logind.error}; the node stops at once, its pods are not stopped"
+        ),
         start_time_seconds=start_time_seconds,
     )

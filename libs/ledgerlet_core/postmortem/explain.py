@@ -79,6 +79,9 @@ class Explanation:
     signal: dict[str, Any] | None = None
     #: the recording's own events about the pod (``spec.observedEvents``), oldest first
     observed: list[dict[str, Any]] = field(default_factory=list)
+    #: what the scenario holds that upstream decides by, ledgerlet does not model, and that
+    #: touches this pod (``ScenarioStarted.unmodelled``)
+    unmodelled: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -114,6 +117,10 @@ class Explanation:
         if self.grace:
             lines.append(f"Grace period: {self.grace}")
             lines.append("")
+        if self.unmodelled:
+            lines.append("Not modelled (upstream decides by these; this run did not, so its decisions may differ):")
+            for u in self.unmodelled:
+                lines.append(f"  {u['object']}: {u['field']} ({u['plugin']}): {u['message']}")
         lines += self._beside_the_recording()
         return "\n".join(lines).rstrip() + "\n"
 

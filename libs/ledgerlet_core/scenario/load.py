@@ -47,6 +47,7 @@ from ledgerlet_core.model.usage import LAYOUTS, NodeUsage, PodUsage, parse_node_
 from ledgerlet_core.scenario.documents import read_document
 from ledgerlet_core.scenario.json_scenario import plain, read_json_scenario
 from ledgerlet_core.scenario.observed_events import observed_events
+from ledgerlet_core.scenario.unmodelled import scan as scan_unmodelled
 from ledgerlet_core.scheduling.config import SCHEDULER_FIELDS, SCHEDULER_GATES, SchedulerConfig, config_errors
 
 API_VERSION: Final = "ledgerlet/v1"
@@ -100,6 +101,8 @@ class Scenario:
     node_order: list[str]
     node_configs: dict[str, KubeletConfig] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    #: what upstream decides by that ledgerlet does not model (scenario/unmodelled.py)
+    unmodelled: list[ev.UnmodelledField] = field(default_factory=list)
     #: how node-scoped loops number their events (contracts/order.py): a run option, not
     #: the file's (``ledgerlet run --order-by-node``; set by a split eviction manager)
     order_scheme: str = ""
@@ -125,6 +128,7 @@ class Scenario:
             order_scheme=self.order_scheme,
             observations=self.observations,
             observed_events=self.observed_events,
+            unmodelled=list(self.unmodelled),
         )
 
 
@@ -303,6 +307,8 @@ def _load(text: str, source: str) -> Scenario:
     for e in events:
         if e.at > duration:
             warnings.append(f"events[{e.index}]: at {e.at / 1e9:g}s is after the duration; it will not run")
+    unmodelled, notes = scan_unmodelled(objects, events, kubelet, node_configs, node_order, warnings)
+    warnings += notes
 
     return Scenario(
         name=name,
@@ -330,6 +336,7 @@ def _load(text: str, source: str) -> Scenario:
         node_configs=node_configs,
         warnings=warnings,
         observed_events=observed_events(_section(spec, "observedEvents", list)),
+        unmodelled=unmodelled,
     )
 
 

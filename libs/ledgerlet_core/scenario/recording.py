@@ -27,9 +27,13 @@ from ledgerlet_core.scenario.recording_gaps import MAX_GAP, check_gaps
 #: object kinds a scenario models; others in a kubectl dump are skipped (and counted)
 KINDS = (
     "Node", "PriorityClass", "RuntimeClass", "PodDisruptionBudget", "ResourceQuota", "PersistentVolume",
-    "PersistentVolumeClaim", "ReplicaSet", "Deployment", "StatefulSet", "DaemonSet", "Job", "Pod",
+    "PersistentVolumeClaim", "ReplicaSet", "Deployment", "StatefulSet", "DaemonSet", "Job",
+    "ReplicationController", "Pod",
 )  # fmt: skip
-_KEEP_STATUS = {"Node": ("capacity", "allocatable"), "Pod": ("phase", "startTime", "qosClass")}
+_KEEP_STATUS = {
+    "Node": ("capacity", "allocatable", "images"),
+    "Pod": ("phase", "startTime", "qosClass", "nominatedNodeName"),
+}
 _DROP_META = ("managedFields", "resourceVersion", "selfLink", "generation")
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 _CONFIG_FIELDS = frozenset(f.encode_name for f in msgspec.structs.fields(KubeletConfigSpec))

@@ -1,23 +1,31 @@
 """The scheduler's cache: nodes as it sees them (allocatable, labels, taints,
-unschedulable, the pods bound or assumed there), nominations and PodDisruptionBudgets
-(``pkg/scheduler/backend/cache``, ``nominator.go``).
+unschedulable, images, the pods bound or assumed there), nominations, the workload
+controllers (for default topology spreading and disruption budgets) and
+PodDisruptionBudgets (``pkg/scheduler/backend/cache``, ``nominator.go``).
 
 A node's allocatable is its kubelet's (capacity minus reservations, as the kubelet
 publishes it); its taints are those of its object, the control plane's (conditions,
-lifecycle) and the operator's (``taint`` events), in that order.
+lifecycle) and the operator's (``taint`` events), in that order; its images those of its
+object's ``status.images``, or of the machine the scenario declares. A deleted node keeps
+its pods in the cache until they are gone (upstream keeps such a node's info while it
+has pods), so a node that comes back finds them. Alongside the node table the cache keeps
+per-node counts of matching pods (:mod:`.index`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from ledgerlet_core.kubelet.config import KubeletConfig
 from ledgerlet_core.kubelet.node_status import allocatable, reported_capacity
 from ledgerlet_core.model.k8s.objects import Node, PodDisruptionBudget, Taint
+from ledgerlet_core.model.k8s.selection import Selector
 from ledgerlet_core.model.quantity import parse_quantity
-from ledgerlet_core.scheduling.disruption import pdb_views
+from ledgerlet_core.scheduling.disruption import Controller, pdb_views
+from ledgerlet_core.scheduling.index import PodIndex
 from ledgerlet_core.scheduling.info import NodeInfo, PodInfo
 from ledgerlet_core.scheduling.preemption import PDB
+from ledgerlet_core.scheduling.terms import normalized_image
 from ledgerlet_core.scheduling.vector import NodeTable
 
 
@@ -39,6 +47,15 @@ class SchedulerCache:
         self._table: NodeTable | None = None
         self._stale: set[str] = set()
         self._plane_taints: dict[str, list[Taint]] = {}
+        #: per-node counts for spread and inter-pod affinity, rows as the table's
+        self.index = PodIndex()
+        self._index_ready = False
+        #: nodes deleted while pods were still on them
+        self._ghosts: dict[str, NodeInfo] = {}
+        #: the images each node's machine declares (usage), when its object reports none
+        self._declared_images: dict[str, dict[str, int]] = {}
+        #: workload controllers by (namespace, kind, name)
+        self.controllers: dict[tuple[str, str, str], Controller] = {}
 
     # -- nodes -------------------------------------------------------------------------
     def node_applied(self, node: Node, config: KubeletConfig) -> None:
@@ -49,19 +66,28 @@ class SchedulerCache:
         alloc = {k: q.nanos for k, q in allocatable(capacity, config).items()}
         info = self.nodes.get(name)
         if info is None:
-            info = self.nodes[name] = NodeInfo(name, len(self._objects) - 1, dict(node.metadata.labels), alloc)
+            info = self._ghosts.pop(name, None)
+            if info is None:
+                info = NodeInfo(name, len(self._objects) - 1, dict(node.metadata.labels), alloc)
+            info.labels, info.allocatable = dict(node.metadata.labels), alloc
+            self.nodes[name] = info
             self._node_list = None
             self._table = None
         else:
             info.labels, info.allocatable = dict(node.metadata.labels), alloc
             info.version += 1
+        reported = {normalized_image(n): i.size_bytes for i in node.status.images for n in i.names}
+        info.images = reported or self._declared_images.get(name, {})
         info.unschedulable = node.spec.unschedulable
         self._spec_taints[name] = list(node.spec.taints)
         self._retaint(name)  # (marks the row stale)
 
-    def machine_declared(self, name: str, capacity: Mapping[str, int]) -> bool:
-        """The machine under a node (closed loop); True when the node is known and refreshed."""
+    def machine_declared(self, name: str, capacity: Mapping[str, int], images: Mapping[str, int] | None = None) -> bool:
+        """The machine under a node (closed loop) and the images its runtime holds; True when
+        the node is known and refreshed."""
         self._machines[name] = dict(capacity)
+        if images is not None:
+            self._declared_images[name] = {normalized_image(k): v for k, v in images.items()}
         if name in self._objects:
             self.node_applied(self._objects[name], self._configs[name])
             return True
@@ -81,7 +107,10 @@ class SchedulerCache:
         return True
 
     def node_deleted(self, name: str) -> None:
-        if self.nodes.pop(name, None) is not None:
+        info = self.nodes.pop(name, None)
+        if info is not None:
+            if info.pods:
+                self._ghosts[name] = info
             self._node_list = None
             self._table = None
 
@@ -92,9 +121,12 @@ class SchedulerCache:
         return self._node_list
 
     def table(self) -> NodeTable:
-        """The nodes as columns, in the order of :meth:`in_order`, brought up to date."""
+        """The nodes as columns, in the order of :meth:`in_order`, brought up to date (and
+        the per-node counts with it)."""
         if self._table is None:
             self._table = NodeTable.build(self.in_order())
+            self.index.reset(self.in_order())
+            self._index_ready = True
             self._stale.clear()
         elif self._stale:
             for name in self._stale:
@@ -140,6 +172,11 @@ class SchedulerCache:
         self._retaint(name)
 
     # -- pods ----------------------------------------------------------------------------
+    def _row(self, node_name: str) -> int | None:
+        if not self._index_ready or self._table is None:
+            return None
+        return self._table.index.get(node_name)
+
     def bind(self, info: PodInfo, node_name: str) -> None:
         node = self.nodes.get(node_name)
         if node is None:
@@ -148,6 +185,18 @@ class SchedulerCache:
         node.add(info)
         self.pod_node[info.key] = node_name
         self._stale.add(node_name)
+        row = self._row(node_name)
+        if row is not None:
+            self.index.added(info, row)
+
+    def mark_terminating(self, info: PodInfo) -> None:
+        """A bound pod's deletion was asked for: it counts no more for topology spread."""
+        if info.terminating:
+            return
+        info.terminating = True
+        row = self._row(self.pod_node.get(info.key, ""))
+        if row is not None:
+            self.index.terminating(info, row)
 
     def started(self, key: str, now: int) -> None:
         """Its kubelet started it: preemption compares start times."""
@@ -158,15 +207,26 @@ class SchedulerCache:
             node.version += 1
 
     def bound(self, key: str) -> PodInfo | None:
-        node = self.nodes.get(self.pod_node.get(key, ""))
+        name = self.pod_node.get(key, "")
+        node = self.nodes.get(name) or self._ghosts.get(name)
         return node.pods.get(key) if node is not None else None
 
     def gone(self, key: str) -> bool:
         """The pod no longer holds resources on its node; True if the cache had it there."""
-        node = self.nodes.get(self.pod_node.pop(key, ""))
-        if node is None or node.remove(key) is None:
+        name = self.pod_node.pop(key, "")
+        node = self.nodes.get(name)
+        if node is None:
+            ghost = self._ghosts.get(name)
+            if ghost is not None and ghost.remove(key) is not None and not ghost.pods:
+                del self._ghosts[name]
+            return False
+        p = node.remove(key)
+        if p is None:
             return False
         self._stale.add(node.name)
+        row = self._row(node.name)
+        if row is not None:
+            self.index.removed(p, row)
         return True
 
     # -- nominations -------------------------------------------------------------------
@@ -200,7 +260,26 @@ class SchedulerCache:
         """True if the budget was there."""
         return self.pdbs.pop(f"{namespace or 'default'}/{name}", None) is not None
 
-    def pdb_views(self) -> list[PDB]:
+    def pdb_views(self, pending: Iterable[PodInfo] = ()) -> list[PDB]:
+        """Each budget with ``status.disruptionsAllowed`` as the disruption controller
+        computes it, over the pods that exist (``pending``: those not bound yet)."""
         if not self.pdbs:
             return []
-        return pdb_views(self.pdbs.values(), (p for n in self.nodes.values() for p in n.pods.values()))
+        bound = (p for n in (*self.nodes.values(), *self._ghosts.values()) for p in n.pods.values())
+        return pdb_views(self.pdbs.values(), [*bound, *pending], self.controllers)
+
+    # -- workload controllers ------------------------------------------------------------
+    def controller_applied(self, c: Controller) -> None:
+        self.controllers[(c.namespace, c.kind, c.name)] = c
+
+    def controller_deleted(self, namespace: str, kind: str, name: str) -> None:
+        self.controllers.pop((namespace or "default", kind, name), None)
+
+    def default_selector(self, info: PodInfo) -> Selector | None:
+        """``helper.DefaultSelector`` without Services (not modelled): the selector of the
+        ReplicationController, ReplicaSet or StatefulSet that controls the pod."""
+        owner = info.sched.owner
+        if owner is None or owner[0] not in ("ReplicationController", "ReplicaSet", "StatefulSet"):
+            return None
+        c = self.controllers.get((info.namespace, owner[0], owner[1]))
+        return c.selector if c is not None else None

@@ -1,16 +1,18 @@
 """Filter plugins, in the default profile's order, and the FitError message.
 
-Upstream: ``framework/plugins/nodeunschedulable``, ``tainttoleration``,
-``nodeaffinity`` (nodeSelector part), ``noderesources/fit.go: fitsRequest``, run as
-``RunFilterPlugins`` does: the first plugin that fails gives the node's status.
-Nominated pods of at least the pod's priority are counted on their node
-(``RunFilterPluginsWithNominatedPods``).
+Upstream (``apis/config/v1/default_plugins.go``): NodeUnschedulable, NodeName,
+TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit (``noderesources/fit.go:
+fitsRequest``), PodTopologySpread, InterPodAffinity, run as ``RunFilterPlugins`` does:
+the first plugin that fails gives the node's status. The volume plugins and
+DynamicResources read what ledgerlet does not model (named at load when a pod uses it).
+Nominated pods of at least the pod's priority are counted on their node, and the filters
+must pass with them and without them (``RunFilterPluginsWithNominatedPods``).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -21,6 +23,8 @@ from ledgerlet_core.model.k8s.taints import (
     TAINT_NODE_UNSCHEDULABLE,
     tolerations_tolerate_taint,
 )
+from ledgerlet_core.scheduling import interpodaffinity, nodeaffinity, nodeports, podtopologyspread
+from ledgerlet_core.scheduling.cyclestate import CycleState
 from ledgerlet_core.scheduling.info import FIT_ORDER, NodeInfo, PodInfo
 
 UNSCHEDULABLE: Final = "Unschedulable"
@@ -29,7 +33,8 @@ UNRESOLVABLE: Final = "UnschedulableAndUnresolvable"
 
 TOO_MANY_PODS: Final = "Too many pods"
 NODE_UNSCHEDULABLE: Final = "node(s) were unschedulable"
-SELECTOR_MISMATCH: Final = "node(s) didn't match Node's node affinity/selector"
+SELECTOR_MISMATCH: Final = nodeaffinity.ERR_REASON_POD
+NODE_NAME_MISMATCH: Final = "node(s) didn't match the requested node name"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,21 +86,60 @@ def insufficient(pod: PodInfo, node: NodeInfo, extra: Iterable[PodInfo] = ()) ->
     return out
 
 
-def run_filters(pod: PodInfo, node: NodeInfo, nominated: Iterable[PodInfo] = ()) -> NodeStatus:
-    """The filter chain on one node, with nominated pods of >= priority counted there."""
+def counted_nominated(pod: PodInfo, node: NodeInfo, nominated: Iterable[PodInfo]) -> list[PodInfo]:
+    """``addGENominatedPods``: the pods nominated to ``node`` that count against ``pod``."""
+    return [p for p in nominated if p.key != pod.key and p.priority >= pod.priority and p.key not in node.pods]
+
+
+def run_filters(
+    pod: PodInfo, node: NodeInfo, nominated: Iterable[PodInfo] = (), state: CycleState | None = None
+) -> NodeStatus:
+    """The filter chain on one node, with nominated pods of >= priority counted there
+    (``state``: what PreFilter worked out for the pod; None: no filter reads other nodes)."""
+    extra = counted_nominated(pod, node, nominated)
+    if extra and (
+        (state is not None and state.pod_dependent) or pod.sched.host_ports or any(e.sched.host_ports for e in extra)
+    ):
+        trial = node.clone()
+        with_them = state.clone() if state is not None else None
+        for e in extra:
+            trial.add(e)
+            if with_them is not None:
+                with_them.added(pod, e, trial)
+        status = _chain(pod, trial, (), with_them)
+        if not status.fits:
+            return status
+        return _chain(pod, node, (), state)
+    return _chain(pod, node, extra, state)
+
+
+def _chain(pod: PodInfo, node: NodeInfo, extra: Sequence[PodInfo], state: CycleState | None) -> NodeStatus:
+    """``RunFilterPlugins``; ``extra``: nominated pods counted for their resources alone."""
     # NodeUnschedulable: tolerating the unschedulable taint is the normal rule
     # (``node_unschedulable.go: Filter`` -> ``TolerationsTolerateTaint``)
     if node.unschedulable and not tolerations_tolerate_taint(pod.tolerations, UNSCHEDULABLE_TAINT):
         return NodeStatus(UNRESOLVABLE, (NODE_UNSCHEDULABLE,), "NodeUnschedulable")
+    sched = pod.sched
+    if sched.node_name and sched.node_name != node.name:
+        return NodeStatus(UNRESOLVABLE, (NODE_NAME_MISMATCH,), "NodeName")
     taint = untolerated_taint(pod, node)
     if taint is not None:
         return NodeStatus(UNRESOLVABLE, (taint,), "TaintToleration")
-    if any(node.labels.get(k) != v for k, v in pod.node_selector.items()):
-        return NodeStatus(UNRESOLVABLE, (SELECTOR_MISMATCH,), "NodeAffinity")
-    extra = [p for p in nominated if p.key != pod.key and p.priority >= pod.priority and p.key not in node.pods]
+    if not sched.required.matches(node.labels, node.name):
+        return NodeStatus(UNRESOLVABLE, (SELECTOR_MISMATCH,), nodeaffinity.NAME)
+    if sched.host_ports and nodeports.conflicts(sched.host_ports, node.ports):
+        return NodeStatus(UNSCHEDULABLE, (nodeports.ERR_REASON,), nodeports.NAME)
     short = insufficient(pod, node, extra)
     if short:
         return NodeStatus(UNSCHEDULABLE, tuple(short), "NodeResourcesFit")
+    if state is not None and state.spread is not None:
+        failed = podtopologyspread.filter_node(pod, state.spread, node)
+        if failed is not None:
+            return NodeStatus(UNRESOLVABLE if failed[0] else UNSCHEDULABLE, (failed[1],), podtopologyspread.NAME)
+    if state is not None and state.affinity is not None:
+        failed = interpodaffinity.filter_node(state.affinity, node)
+        if failed is not None:
+            return NodeStatus(UNRESOLVABLE if failed[0] else UNSCHEDULABLE, (failed[1],), interpodaffinity.NAME)
     return FITS
 
 
@@ -108,6 +152,23 @@ def histogram(statuses: Iterable[NodeStatus]) -> str:
     return ", ".join(sorted(f"{n} {r}" for r, n in counts.items()))
 
 
-def fit_error(num_nodes: int, statuses: Iterable[NodeStatus], post_filter: str = "") -> str:
-    msg = f"0/{num_nodes} nodes are available: {histogram(statuses)}."
+def fit_error(
+    num_nodes: int,
+    statuses: Iterable[NodeStatus],
+    post_filter: str = "",
+    *,
+    absent: int = 0,
+    absent_reason: str = "",
+    prefilter: str = "",
+) -> str:
+    """``FitError.Error``: a PreFilter's refusal, or the reasons counted over the nodes
+    filtered and the nodes a PreFilter left out (``absent``), then PostFilter's message."""
+    if prefilter:
+        msg = f"0/{num_nodes} nodes are available: {prefilter}."
+    else:
+        statuses = list(statuses)
+        if absent and absent_reason:
+            statuses += [NodeStatus(UNRESOLVABLE, (absent_reason,))] * absent
+        text = histogram(statuses)
+        msg = f"0/{num_nodes} nodes are available: {text}." if text else f"0/{num_nodes} nodes are available:"
     return f"{msg} {post_filter}" if post_filter else msg

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ledgerlet_core.model.k8s.objects import Node, Pod, Taint, Toleration
+from ledgerlet_core.model.k8s.objects import Node, Pod, PodSpec, Taint, Toleration
 from ledgerlet_core.model.k8s.priority import pod_priority
 from ledgerlet_core.model.k8s.resources import pod_requests
 from ledgerlet_core.model.quantity import Quantity
+from ledgerlet_core.scheduling.terms import PLAIN, HostPort, PodScheduling, pod_scheduling
 
 #: ``pkg/scheduler/util/non_zero.go``: what scoring assumes for a container requesting nothing
 DEFAULT_MILLI_CPU_REQUEST = 100 * 10**6  # 100m in nanocores
@@ -45,6 +46,8 @@ class PodInfo:
     terminating: bool = False
     by_preemption: bool = False
     nominated: str = ""
+    #: affinity, spread, ports, images, gates (:mod:`.terms`), shared by pods of one spec
+    sched: PodScheduling = PLAIN
 
     @property
     def requests_nothing(self) -> bool:
@@ -91,6 +94,62 @@ def _shared_requests(pod: Pod) -> tuple[dict[str, int], int, int]:
     return found[1]
 
 
+#: scheduling constraints by the parts of a pod they follow from, as for requests
+_SCHED_BY_PARTS: dict[tuple[object, ...], tuple[tuple[object, ...], PodScheduling]] = {}
+
+
+def _uses_label_keys(spec: PodSpec) -> bool:
+    """Whether the constraints read the pod's own labels (matchLabelKeys, mismatchLabelKeys)."""
+    if any(c.match_label_keys for c in spec.topology_spread_constraints):
+        return True
+    a = spec.affinity
+    for group in (a.pod_affinity, a.pod_anti_affinity) if a is not None else ():
+        if group is None:
+            continue
+        terms = [
+            *group.required_during_scheduling_ignored_during_execution,
+            *(w.pod_affinity_term for w in group.preferred_during_scheduling_ignored_during_execution),
+        ]
+        if any(t.match_label_keys or t.mismatch_label_keys for t in terms):
+            return True
+    return False
+
+
+def _shared_scheduling(pod: Pod) -> PodScheduling:
+    """:func:`terms.pod_scheduling`, worked out once for pods made of the same parts (the
+    pod's labels count only where a constraint reads them; its owner by kind and name)."""
+    spec, meta = pod.spec, pod.metadata
+    if (
+        spec.affinity is None
+        and not spec.topology_spread_constraints
+        and not spec.scheduling_gates
+        and not spec.node_name
+        and not spec.node_selector
+        and not spec.host_network
+        and not meta.owner_references
+        and not spec.init_containers
+        and all(not c.image and not c.ports for c in spec.containers)
+    ):
+        return PLAIN
+    parts = (
+        spec.affinity,
+        spec.topology_spread_constraints or _NONE,
+        spec.scheduling_gates or _NONE,
+        spec.containers,
+        spec.init_containers or _NONE,
+        spec.node_selector or _NONE,
+        meta.labels if _uses_label_keys(spec) else _NONE,
+    )
+    owner = next(((r.kind, r.name) for r in meta.owner_references if r.controller), None)
+    key = (*map(id, parts), owner, spec.node_name, meta.namespace, spec.host_network)
+    found = _SCHED_BY_PARTS.get(key)
+    if found is None or any(a is not b for a, b in zip(found[0], parts, strict=True)):
+        if len(_SCHED_BY_PARTS) >= _BY_PARTS_KEPT:
+            _SCHED_BY_PARTS.clear()
+        found = _SCHED_BY_PARTS[key] = (parts, pod_scheduling(pod))
+    return found[1]
+
+
 def pod_info(pod: Pod) -> PodInfo:
     """A pod as the scheduler sees it (see :func:`_requests` for what it asks for)."""
     reqs, cpu, mem = _shared_requests(pod)
@@ -110,6 +169,7 @@ def pod_info(pod: Pod) -> PodInfo:
         node_selector=dict(pod.spec.node_selector),
         termination_grace=tgps if tgps is not None else 30,
         scheduler_name=pod.spec.scheduler_name or "default-scheduler",
+        sched=_shared_scheduling(pod),
     )
 
 
@@ -127,6 +187,12 @@ class NodeInfo:
     requested: dict[str, int] = field(default_factory=dict)
     nonzero_cpu: int = 0
     nonzero_memory: int = 0
+    #: the host ports its pods use, each with how many pods use it (``NodeInfo.UsedPorts``)
+    ports: dict[HostPort, int] = field(default_factory=dict)
+    #: the images its runtime holds: normalized name -> size in bytes (``ImageStates``)
+    images: dict[str, int] = field(default_factory=dict)
+    #: its pods with pod (anti-)affinity terms (``PodsWithAffinity``)
+    affinity_pods: dict[str, PodInfo] = field(default_factory=dict)
     #: bumped on every change the scheduler makes (pods in and out, status, taints): what a
     #: preemption dry run computed on the node holds while it stays the same
     version: int = 0
@@ -142,6 +208,10 @@ class NodeInfo:
             self.requested[k] = self.requested.get(k, 0) + v
         self.nonzero_cpu += p.nonzero_cpu
         self.nonzero_memory += p.nonzero_memory
+        for port in p.sched.host_ports:
+            self.ports[port] = self.ports.get(port, 0) + 1
+        if p.sched.has_affinity_terms:
+            self.affinity_pods[p.key] = p
 
     def remove(self, key: str) -> PodInfo | None:
         p = self.pods.pop(key, None)
@@ -152,6 +222,13 @@ class NodeInfo:
             self.requested[k] = self.requested.get(k, 0) - v
         self.nonzero_cpu -= p.nonzero_cpu
         self.nonzero_memory -= p.nonzero_memory
+        for port in p.sched.host_ports:
+            left = self.ports[port] - 1
+            if left:
+                self.ports[port] = left
+            else:
+                del self.ports[port]
+        self.affinity_pods.pop(key, None)
         return p
 
     def clone(self) -> NodeInfo:
@@ -166,6 +243,9 @@ class NodeInfo:
             dict(self.requested),
             self.nonzero_cpu,
             self.nonzero_memory,
+            dict(self.ports),
+            self.images,
+            dict(self.affinity_pods),
         )
 
 

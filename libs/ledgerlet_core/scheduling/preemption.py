@@ -18,6 +18,7 @@ import msgspec
 
 from ledgerlet_core.model.k8s.objects import LabelSelector
 from ledgerlet_core.model.k8s.selectors import is_empty, matches
+from ledgerlet_core.scheduling.cyclestate import CycleState
 from ledgerlet_core.scheduling.filters import UNRESOLVABLE, UNSCHEDULABLE, NodeStatus, histogram, run_filters
 from ledgerlet_core.scheduling.info import NodeInfo, PodInfo
 
@@ -126,20 +127,27 @@ def select_victims_on_node(
     now: int,
     *,
     arithmetic: bool = True,
+    state: CycleState | None = None,
 ) -> tuple[list[PodInfo], int] | NodeStatus:
     """Remove every lower-priority pod, check the pod fits, then reprieve as many as possible
-    (PDB-violating ones first, most important first). Victims in importance order."""
+    (PDB-violating ones first, most important first). Victims in importance order.
+    ``state``: the pod's PreFilter state; a copy follows the pods taken away and given back
+    (``RunPreFilterExtensionRemovePod``/``AddPod``), so that removing a victim can satisfy
+    an anti-affinity or a spread constraint."""
     potential = [p for p in node.pods.values() if p.priority < pod.priority]
     if not potential:
         return NodeStatus(UNRESOLVABLE, (NO_VICTIMS,), "DefaultPreemption")
-    if arithmetic and not nominated:
+    if arithmetic and not nominated and (state is None or not state.pod_dependent) and not pod.sched.host_ports:
         fast = _victims_by_arithmetic(pod, node, potential, pdbs, now)
         if fast is not None:
             return fast
     trial = node.clone()
+    st = state.clone() if state is not None else None
     for p in potential:
         trial.remove(p.key)
-    status = run_filters(pod, trial, nominated)
+        if st is not None:
+            st.removed(pod, p, trial)
+    status = run_filters(pod, trial, nominated, st)
     if not status.fits:
         return status
     potential.sort(key=importance_key(now))
@@ -149,8 +157,12 @@ def select_victims_on_node(
     for group, counts in ((violating, True), (ok, False)):
         for p in group:
             trial.add(p)
-            if not run_filters(pod, trial, nominated).fits:
+            if st is not None:
+                st.added(pod, p, trial)
+            if not run_filters(pod, trial, nominated, st).fits:
                 trial.remove(p.key)
+                if st is not None:
+                    st.removed(pod, p, trial)
                 victims.append(p)
                 violations += counts
     victims.sort(key=importance_key(now))
@@ -227,8 +239,13 @@ class DryRuns:
         nominated: Sequence[PodInfo],
         now: int,
         context: tuple[object, ...],
+        state: CycleState | None = None,
     ) -> DryRun:
-        """``context``: :func:`attempt_context` (computed once per attempt)."""
+        """``context``: :func:`attempt_context` (computed once per attempt). A pod whose
+        filters read other nodes' pods (spread, inter-pod affinity) is not kept: its
+        result depends on more than this node."""
+        if state is not None and state.pod_dependent:
+            return select_victims_on_node(pod, node, pdbs, nominated, now, state=state)
         key = (
             context,
             tuple((p.key, p.priority, tuple(p.requests.items())) for p in nominated) if nominated else (),
@@ -262,6 +279,7 @@ def _preemptor(pod: PodInfo) -> tuple[object, ...]:
         tuple(sorted(pod.requests.items())),
         tuple(sorted(pod.node_selector.items())),
         tuple((t.key, t.operator, t.value, t.effect) for t in pod.tolerations),
+        pod.sched,
     )
 
 
@@ -303,6 +321,7 @@ def preempt(
     min_percentage: int,
     min_absolute: int,
     dry_runs: DryRuns | None = None,
+    state: CycleState | None = None,
 ) -> Preemption:
     """``Evaluator.Preempt`` for one pod whose every node failed filtering (``dry_runs``:
     results kept from earlier attempts, used while their node is unchanged)."""
@@ -329,9 +348,9 @@ def preempt(
         examined += 1
         nominated = nominated_by_node.get(node.name, ())
         if dry_runs is None:
-            result = select_victims_on_node(pod, node, pdbs, nominated, now)
+            result = select_victims_on_node(pod, node, pdbs, nominated, now, state=state)
         else:
-            result = dry_runs.victims(pod, node, pdbs, nominated, now, context)
+            result = dry_runs.victims(pod, node, pdbs, nominated, now, context, state)
         if isinstance(result, NodeStatus):
             dry[node.name] = result
         else:

@@ -40,6 +40,8 @@ class QueuedPod:
     #: "active" (may be tried at ``ready_at``) or "unschedulable" (waits for a cluster event)
     state: str = "active"
     ready_at: int = 0
+    #: the plugins that refused it at its last attempt (which events may help it)
+    plugins: frozenset[str] = frozenset()
 
     def sort_key(self) -> tuple[int, int, int]:
         return (-self.priority, self.timestamp, self.seq)
@@ -50,11 +52,12 @@ def ready(queue: dict[str, QueuedPod], now: int) -> list[QueuedPod]:
     return sorted((q for q in queue.values() if q.state == "active" and q.ready_at <= now), key=QueuedPod.sort_key)
 
 
-def failed(q: QueuedPod, now: int) -> None:
+def failed(q: QueuedPod, now: int, plugins: frozenset[str] = frozenset()) -> None:
     """After a failed attempt: into the unschedulable pool, stamped now."""
     q.attempts += 1
     q.timestamp = now
     q.state = "unschedulable"
+    q.plugins = plugins
 
 
 def move_all(queue: dict[str, QueuedPod], now: int, initial: int, maximum: int) -> list[int]:

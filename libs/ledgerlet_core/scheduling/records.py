@@ -58,6 +58,21 @@ def unschedulable(info: PodInfo, result: CycleResult, *, attempts: int, backoff_
     )
 
 
+#: the pod's PodScheduled condition reason while gated (``pkg/registry/core/pod/strategy.go``)
+GATED_REASON = "SchedulingGated"
+
+
+def gated(info: PodInfo) -> dec.PodUnschedulable:
+    """A pod held by its scheduling gates: not tried until they are removed (the message
+    is ``schedulinggates.PreEnqueue``'s status, Go's ``%v`` of the gate names)."""
+    return dec.PodUnschedulable(
+        reasons=[GATED_REASON],
+        message=f"waiting for scheduling gates: [{' '.join(info.sched.gates)}]",
+        priority=info.priority,
+        requests=printed(info.requests),
+    )
+
+
 def nominated(
     info: PodInfo, post: Preemption, result: CycleResult, *, node: str, cleared: Sequence[str]
 ) -> dec.PodNominated:

@@ -12,8 +12,12 @@ test holds it to:
   ``LeastAllocated`` are the same integer arithmetic;
 * ``BalancedAllocation`` is floating point in upstream as here; where the vector result is
   within a hair of an integer boundary the node's score is computed again node by node;
-* nodes with nominated pods that count against them are filtered node by node;
-* taints and node selectors are evaluated once per distinct taint list and label set.
+* nodes with nominated pods that count against them are filtered node by node where more
+  than their resources matters (host ports, topology spread, inter-pod affinity);
+* taints, node affinity, host ports and images are evaluated once per distinct taint list,
+  label set, port set and image set;
+* topology spread and inter-pod affinity read per-node counts the cache keeps
+  (:mod:`.index`), summed per topology domain with one ``bincount``.
 
 Failure reasons are built only for the nodes the cycle processed and that failed (the
 records' lists, the FitError message).
@@ -29,9 +33,14 @@ import numpy as np
 import numpy.typing as npt
 
 from ledgerlet_core.model.k8s.objects import Taint
+from ledgerlet_core.model.k8s.selection import NodeTerm, RequiredNodeAffinity, Requirement, Selector
 from ledgerlet_core.model.k8s.taints import PREFER_NO_SCHEDULE, tolerates, tolerations_tolerate_taint
+from ledgerlet_core.scheduling import imagelocality, interpodaffinity, nodeaffinity, nodeports, podtopologyspread
+from ledgerlet_core.scheduling.cyclestate import CycleState
+from ledgerlet_core.scheduling.domains import Domains, domains_of
 from ledgerlet_core.scheduling.filters import (
     FITS,
+    NODE_NAME_MISMATCH,
     NODE_UNSCHEDULABLE,
     SELECTOR_MISMATCH,
     TOO_MANY_PODS,
@@ -39,11 +48,20 @@ from ledgerlet_core.scheduling.filters import (
     UNSCHEDULABLE,
     UNSCHEDULABLE_TAINT,
     NodeStatus,
+    counted_nominated,
     run_filters,
     untolerated_taint,
 )
+from ledgerlet_core.scheduling.index import PodIndex
 from ledgerlet_core.scheduling.info import FIT_ORDER, NodeInfo, PodInfo
-from ledgerlet_core.scheduling.scores import MAX_NODE_SCORE, WEIGHTS, NodeScore, balanced_allocation
+from ledgerlet_core.scheduling.scores import (
+    MAX_NODE_SCORE,
+    PLUGIN_ORDER,
+    WEIGHTS,
+    NodeScore,
+    balanced_allocation,
+)
+from ledgerlet_core.scheduling.terms import HostPort
 
 NANO: Final = 10**9
 #: resources held in bytes (their nanos divided by 1e9); every other one in nanos
@@ -76,15 +94,28 @@ class NodeTable:
     pods: Int64s = field(default_factory=lambda: np.zeros(0, np.int64))
     allowed_pods: Int64s = field(default_factory=lambda: np.zeros(0, np.int64))
     unschedulable: Bools = field(default_factory=lambda: np.zeros(0, np.bool_))
-    #: per node, an index into ``taint_sets`` / ``label_sets``
+    #: per node, an index into ``taint_sets`` / ``label_sets`` / ``port_sets`` / ``image_sets``
     taint_set: Int64s = field(default_factory=lambda: np.zeros(0, np.int64))
     label_set: Int64s = field(default_factory=lambda: np.zeros(0, np.int64))
+    port_set: Int64s = field(default_factory=lambda: np.zeros(0, np.int64))
+    image_set: Int64s = field(default_factory=lambda: np.zeros(0, np.int64))
     taint_sets: list[tuple[Taint, ...]] = field(default_factory=list)
     label_sets: list[tuple[tuple[str, str], ...]] = field(default_factory=list)
+    port_sets: list[dict[HostPort, int]] = field(default_factory=list)
+    image_sets: list[dict[str, int]] = field(default_factory=list)
     #: False when a value cannot be held exactly: the cycle then runs node by node
     exact: bool = True
     _taint_ids: dict[tuple[tuple[str, str, str], ...], int] = field(default_factory=dict)
     _label_ids: dict[tuple[tuple[str, str], ...], int] = field(default_factory=dict)
+    _port_ids: dict[tuple[tuple[HostPort, int], ...], int] = field(default_factory=dict)
+    _image_ids: dict[tuple[tuple[str, int], ...], int] = field(default_factory=dict)
+    #: per topology key, each row's domain; and how many nodes hold each image (made when
+    #: first asked for, dropped when a row's labels or images change)
+    _domains: dict[str, Domains] = field(default_factory=dict)
+    _masks: dict[RequiredNodeAffinity, Bools] = field(default_factory=dict)
+    _holders: dict[str, int] | None = None
+    _names_array: npt.NDArray[np.str_] | None = None
+    _labelled: Bools | None = None
 
     @classmethod
     def build(cls, nodes: Sequence[NodeInfo]) -> NodeTable:
@@ -101,7 +132,9 @@ class NodeTable:
         t.allowed_pods = np.zeros(n, np.int64)
         t.unschedulable = np.zeros(n, np.bool_)
         t.taint_set = np.zeros(n, np.int64)
-        t.label_set = np.zeros(n, np.int64)
+        t.label_set = np.full(n, -1, np.int64)
+        t.port_set = np.zeros(n, np.int64)
+        t.image_set = np.full(n, -1, np.int64)
         for i, node in enumerate(nodes):
             t.refresh(i, node)
         return t
@@ -132,7 +165,17 @@ class NodeTable:
         self.allowed_pods[i] = node.allowed_pods
         self.unschedulable[i] = node.unschedulable
         self.taint_set[i] = self._intern_taints(tuple(node.taints))
-        self.label_set[i] = self._intern_labels(tuple(sorted(node.labels.items())))
+        labels = self._intern_labels(tuple(sorted(node.labels.items())))
+        if labels != self.label_set[i]:
+            self.label_set[i] = labels
+            self._domains.clear()
+            self._masks.clear()
+            self._labelled = None
+        self.port_set[i] = self._intern_ports(node.ports)
+        images = self._intern_images(node.images)
+        if images != self.image_set[i]:
+            self.image_set[i] = images
+            self._holders = None
 
     def _intern_taints(self, taints: tuple[Taint, ...]) -> int:
         key = tuple((t.key, t.value, t.effect) for t in taints)
@@ -148,6 +191,56 @@ class NodeTable:
             found = self._label_ids[labels] = len(self.label_sets)
             self.label_sets.append(labels)
         return found
+
+    def _intern_ports(self, ports: Mapping[HostPort, int]) -> int:
+        key = tuple(sorted(ports.items()))
+        found = self._port_ids.get(key)
+        if found is None:
+            found = self._port_ids[key] = len(self.port_sets)
+            self.port_sets.append(dict(ports))
+        return found
+
+    def _intern_images(self, images: Mapping[str, int]) -> int:
+        key = tuple(sorted(images.items()))
+        found = self._image_ids.get(key)
+        if found is None:
+            found = self._image_ids[key] = len(self.image_sets)
+            self.image_sets.append(dict(images))
+        return found
+
+    def domains(self, key: str) -> Domains:
+        """Each row's domain for the topology ``key`` (-1 where a node lacks the label)."""
+        found = self._domains.get(key)
+        if found is None:
+            found = domains_of((dict(labels) for labels in self.label_sets), key)
+            found.ids = found.ids[self.label_set] if found.ids.size else np.full(len(self.names), -1, np.int64)
+            self._domains[key] = found
+        return found
+
+    def names_array(self) -> npt.NDArray[np.str_]:
+        if self._names_array is None or self._names_array.size != len(self.names):
+            self._names_array = np.array(self.names)
+        return self._names_array
+
+    @property
+    def labelled(self) -> Bools:
+        """Rows whose node has some label (kept until a row's labels change)."""
+        if self._labelled is None:
+            has = np.array([bool(labels) for labels in self.label_sets], np.bool_)
+            self._labelled = has[self.label_set]
+        return self._labelled
+
+    def holders(self) -> dict[str, int]:
+        """How many nodes hold each image."""
+        if self._holders is None:
+            per_set = np.bincount(self.image_set, minlength=len(self.image_sets))
+            out: dict[str, int] = {}
+            for set_id, count in enumerate(per_set.tolist()):
+                if count:
+                    for name in self.image_sets[set_id]:
+                        out[name] = out.get(name, 0) + count
+            self._holders = out
+        return self._holders
 
 
 @dataclass(slots=True)
@@ -207,34 +300,108 @@ def supports(table: NodeTable, pod: PodInfo) -> bool:
     return _unit("memory", pod.nonzero_memory) is not None
 
 
+@dataclass(slots=True)
+class NodeMasks:
+    """What a pod's PreFilter and filters read of every node that does not depend on
+    pods: its required node affinity, its taints (for topology spread's policy)."""
+
+    affinity_ok: Bools
+    taints_ok: Bools
+    #: per taint set, the TaintToleration reason (None: tolerated)
+    taint_reasons: list[str | None]
+
+
+def _requirement_mask(r: Requirement, table: NodeTable) -> Bools:
+    """``Requirement.Matches`` on every row, evaluated once per domain of its key."""
+    d = table.domains(r.key)
+    per_domain = np.array([r.matches({r.key: v}) for v in d.values], np.bool_)
+    absent = r.matches({})
+    if not per_domain.size:
+        return np.full(len(table.names), absent, np.bool_)
+    return np.where(d.ids >= 0, per_domain[np.where(d.ids >= 0, d.ids, 0)], absent)
+
+
+def _selector_mask(sel: Selector, table: NodeTable) -> Bools:
+    out = np.full(len(table.names), not sel.nothing, np.bool_)
+    for r in sel.reqs:
+        out &= _requirement_mask(r, table)
+    return out
+
+
+def _term_mask(term: NodeTerm, table: NodeTable) -> Bools:
+    """``nodeSelectorTerm.match`` on every row."""
+    n = len(table.names)
+    if term.broken:
+        return np.zeros(n, np.bool_)
+    out = _selector_mask(term.labels, table) if term.labels is not None else np.ones(n, np.bool_)
+    for op, value in term.fields or ():
+        same = table.names_array() == value
+        out &= same if op == "In" else ~same
+    return out
+
+
+def affinity_mask(required: RequiredNodeAffinity, table: NodeTable) -> Bools:
+    """``RequiredNodeAffinity.Match`` on every row (kept while no row's labels change)."""
+    n = len(table.names)
+    if required.anything:
+        return np.ones(n, np.bool_)
+    found = table._masks.get(required)
+    if found is None:
+        found = np.ones(n, np.bool_)
+        for k, v in required.selector:
+            found &= _requirement_mask(Requirement(k, "In", (v,)), table)
+        if required.terms is not None:
+            any_term = np.zeros(n, np.bool_)
+            for t in required.terms:
+                any_term |= _term_mask(t, table)
+            found &= any_term
+        table._masks[required] = found
+    return found
+
+
+def node_masks(pod: PodInfo, table: NodeTable) -> NodeMasks:
+    affinity_ok = affinity_mask(pod.sched.required, table)
+    reasons = [_first_untolerated(pod, taints) for taints in table.taint_sets]
+    taints_ok = np.array([r is None for r in reasons], np.bool_)[table.taint_set]
+    return NodeMasks(affinity_ok, taints_ok, reasons)
+
+
 def filter_all(
     pod: PodInfo,
     table: NodeTable,
     nodes: Sequence[NodeInfo],
     nominated_by_node: Mapping[str, Sequence[PodInfo]],
+    state: CycleState | None = None,
+    masks: NodeMasks | None = None,
 ) -> Filtered:
-    """The default filter chain on every node (``RunFilterPluginsWithNominatedPods``)."""
+    """The default filter chain on every node (``RunFilterPluginsWithNominatedPods``);
+    ``state``: the pod's PreFilter state from the cache (:func:`.cyclestate.vector_prefilter`)."""
     n = len(table.names)
+    masks = masks if masks is not None else node_masks(pod, table)
+    sched = pod.sched
     # NodeUnschedulable: tolerating the unschedulable taint is the normal rule
     unsched = table.unschedulable & (not tolerations_tolerate_taint(pod.tolerations, UNSCHEDULABLE_TAINT))
+    earlier = unsched.copy()
+    name_bad = np.zeros(n, np.bool_)
+    if sched.node_name:
+        name_bad = np.array([name != sched.node_name for name in table.names], np.bool_) & ~earlier
+        earlier |= name_bad
     # TaintToleration: the first untolerated NoSchedule/NoExecute taint, per distinct taint list
-    taint_reason = [_first_untolerated(pod, taints) for taints in table.taint_sets]
-    taint_bad_by_set = np.array([r is not None for r in taint_reason], np.bool_)
-    taint_bad = taint_bad_by_set[table.taint_set] & ~unsched
-    # NodeAffinity (nodeSelector), per distinct label set
-    selector = pod.node_selector
-    if selector:
-        ok_by_set = np.array(
-            [all(dict(labels).get(k) == v for k, v in selector.items()) for labels in table.label_sets]
-        )
-        selector_bad = ~ok_by_set[table.label_set] & ~unsched & ~taint_bad
-    else:
-        selector_bad = np.zeros(n, np.bool_)
-    unresolvable = unsched | taint_bad | selector_bad
+    taint_bad = ~masks.taints_ok & ~earlier
+    earlier |= taint_bad
+    # NodeAffinity: nodeSelector and required node affinity
+    selector_bad = ~masks.affinity_ok & ~earlier
+    earlier |= selector_bad
+    # NodePorts, per distinct set of ports in use
+    ports_bad = np.zeros(n, np.bool_)
+    if sched.host_ports:
+        by_set = np.array([nodeports.conflicts(sched.host_ports, used) for used in table.port_sets], np.bool_)
+        ports_bad = by_set[table.port_set] & ~earlier
+        earlier |= ports_bad
     # nominated pods of at least this priority count on their node (RunFilterPluginsWithNominatedPods)
-    extra_pods, extra_requests, exact = _nominated_load(pod, table, nodes, nominated_by_node)
+    extra_pods, extra_requests, by_hand = _nominated_load(pod, table, nodes, nominated_by_node, state)
     # NodeResourcesFit: every shortage, pod count first
-    too_many = table.pods + extra_pods + 1 > table.allowed_pods
+    too_many = (table.pods + extra_pods + 1 > table.allowed_pods) & ~earlier
     short: list[tuple[str, Bools]] = []
     if not pod.requests_nothing:
         extra = sorted(k for k in pod.requests if k not in FIT_ORDER and k != "pods")
@@ -245,35 +412,77 @@ def filter_all(
             unit = _unit(r, want)
             assert unit is not None  # (supports() checked it)
             requested = table.requested[r] + extra_requests[r] if r in extra_requests else table.requested[r]
-            short.append((f"Insufficient {r}", unit > table.alloc[r] - requested))
+            short.append((f"Insufficient {r}", (unit > table.alloc[r] - requested) & ~earlier))
     resource_bad = too_many.copy()
     for _, mask in short:
         resource_bad |= mask
-    fits = ~unresolvable & ~resource_bad
+    earlier |= resource_bad
+    # PodTopologySpread and InterPodAffinity, from the counts per domain
+    stages: list[tuple[Bools, str, str, str]] = []
+    if state is not None and state.spread is not None:
+        missing, skewed = podtopologyspread.vector_filter(pod, state.spread, table)
+        stages += [
+            (missing & ~earlier, UNRESOLVABLE, podtopologyspread.ERR_LABEL, podtopologyspread.NAME),
+            (skewed & ~earlier, UNSCHEDULABLE, podtopologyspread.ERR_CONSTRAINTS, podtopologyspread.NAME),
+        ]
+        earlier |= missing | skewed
+    if state is not None and state.affinity is not None:
+        aff, anti, existing = interpodaffinity.vector_filter(state.affinity, table)
+        stages += [
+            (aff & ~earlier, UNRESOLVABLE, interpodaffinity.ERR_AFFINITY, interpodaffinity.NAME),
+            (anti & ~earlier, UNSCHEDULABLE, interpodaffinity.ERR_ANTI, interpodaffinity.NAME),
+            (existing & ~earlier, UNSCHEDULABLE, interpodaffinity.ERR_EXISTING_ANTI, interpodaffinity.NAME),
+        ]
+        earlier |= aff | anti | existing
+    fits = ~earlier
     statuses: dict[int, NodeStatus] = {}
-    for i in exact:  # a nominated pod's request the table cannot hold exactly: node by node
-        status = run_filters(pod, nodes[i], nominated_by_node.get(table.names[i], ()))
+    for i in by_hand:  # nominated pods this table cannot count exactly, or whose pods matter: node by node
+        status = run_filters(pod, nodes[i], nominated_by_node.get(table.names[i], ()), state)
         fits[i] = status.fits
         if not status.fits:
             statuses[i] = status
-    return Filtered(fits, statuses, _Reasons(table, unsched, taint_bad, taint_reason, selector_bad, too_many, short))
+    reasons = _Reasons(
+        table,
+        [
+            (unsched, UNRESOLVABLE, NODE_UNSCHEDULABLE, "NodeUnschedulable"),
+            (name_bad, UNRESOLVABLE, NODE_NAME_MISMATCH, "NodeName"),
+            (taint_bad, UNRESOLVABLE, "", "TaintToleration"),
+            (selector_bad, UNRESOLVABLE, SELECTOR_MISMATCH, nodeaffinity.NAME),
+            (ports_bad, UNSCHEDULABLE, nodeports.ERR_REASON, nodeports.NAME),
+        ],
+        masks.taint_reasons,
+        too_many,
+        short,
+        stages,
+    )
+    return Filtered(fits, statuses, reasons)
 
 
 def _nominated_load(
-    pod: PodInfo, table: NodeTable, nodes: Sequence[NodeInfo], nominated_by_node: Mapping[str, Sequence[PodInfo]]
+    pod: PodInfo,
+    table: NodeTable,
+    nodes: Sequence[NodeInfo],
+    nominated_by_node: Mapping[str, Sequence[PodInfo]],
+    state: CycleState | None,
 ) -> tuple[Int64s | int, dict[str, Int64s], list[int]]:
     """The pods nominated to each node that count against ``pod`` there (at least its
     priority, not itself, not already bound there): how many, and what they request.
-    Rows whose nominated requests cannot be held exactly are returned to filter node by node."""
+    Rows whose nominated pods matter beyond their requests (host ports, a filter that reads
+    other pods) or whose requests the table cannot hold exactly are returned, to filter
+    node by node."""
     counts: Int64s | int = 0
     requests: dict[str, Int64s] = {}
     by_hand: list[int] = []
+    pod_dependent = (state is not None and state.pod_dependent) or bool(pod.sched.host_ports)
     for name, nominated in nominated_by_node.items():
         i = table.index.get(name)
         if i is None:
             continue
-        here = [p for p in nominated if p.key != pod.key and p.priority >= pod.priority and p.key not in nodes[i].pods]
+        here = counted_nominated(pod, nodes[i], nominated)
         if not here:
+            continue
+        if pod_dependent or any(p.sched.host_ports for p in here):
+            by_hand.append(i)
             continue
         if isinstance(counts, int):
             counts = np.zeros(len(table.names), np.int64)
@@ -291,44 +500,53 @@ def _nominated_load(
 
 
 class _Reasons(dict[int, tuple[str, tuple[str, ...], str]]):
-    """A failing node's (code, reasons, plugin), computed when first asked for."""
+    """A failing node's (code, reasons, plugin), computed when first asked for. Each row
+    fails at most one stage (the masks are exclusive, in the chain's order)."""
 
     def __init__(
         self,
         table: NodeTable,
-        unsched: Bools,
-        taint_bad: Bools,
-        taint_reason: list[str | None],
-        selector_bad: Bools,
+        before: list[tuple[Bools, str, str, str]],
+        taint_reasons: list[str | None],
         too_many: Bools,
         short: list[tuple[str, Bools]],
+        after: list[tuple[Bools, str, str, str]],
     ) -> None:
         super().__init__()
         self._table = table
-        self._unsched, self._taint_bad, self._taint_reason = unsched, taint_bad, taint_reason
-        self._selector_bad, self._too_many, self._short = selector_bad, too_many, short
+        self._before, self._after = before, after
+        self._taint_reasons = taint_reasons
+        self._too_many, self._short = too_many, short
 
     def kinds(self) -> Int64s:
         """Per node, a number that is the same for nodes failing for the same reasons."""
-        bits = self._unsched.astype(np.int64) | self._selector_bad.astype(np.int64) << 1
-        bits |= self._too_many.astype(np.int64) << 2
+        bits = np.zeros(len(self._table.names), np.int64)
+        bit = 0
+        for mask, *_ in (*self._before, *self._after):
+            bits |= mask.astype(np.int64) << bit
+            bit += 1
+        bits |= self._too_many.astype(np.int64) << bit
         for n, (_, mask) in enumerate(self._short):
-            bits |= mask.astype(np.int64) << (3 + n)
-        taint = np.where(self._taint_bad, self._table.taint_set + 1, 0)
+            bits |= mask.astype(np.int64) << (bit + 1 + n)
+        taint = np.where(self._before[2][0], self._table.taint_set + 1, 0)
         return bits | taint << 32
 
     def __missing__(self, i: int) -> tuple[str, tuple[str, ...], str]:
-        if self._unsched[i]:
-            return (UNRESOLVABLE, (NODE_UNSCHEDULABLE,), "NodeUnschedulable")
-        if self._taint_bad[i]:
-            reason = self._taint_reason[int(self._table.taint_set[i])]
-            assert reason is not None
-            return (UNRESOLVABLE, (reason,), "TaintToleration")
-        if self._selector_bad[i]:
-            return (UNRESOLVABLE, (SELECTOR_MISMATCH,), "NodeAffinity")
+        for mask, code, reason, plugin in self._before:
+            if mask[i]:
+                if plugin == "TaintToleration":
+                    found = self._taint_reasons[int(self._table.taint_set[i])]
+                    assert found is not None
+                    reason = found
+                return (code, (reason,), plugin)
         reasons = [TOO_MANY_PODS] if self._too_many[i] else []
         reasons += [why for why, mask in self._short if mask[i]]
-        return (UNSCHEDULABLE, tuple(reasons), "NodeResourcesFit")
+        if reasons:
+            return (UNSCHEDULABLE, tuple(reasons), "NodeResourcesFit")
+        for mask, code, reason, plugin in self._after:
+            if mask[i]:
+                return (code, (reason,), plugin)
+        raise KeyError(i)
 
 
 def _first_untolerated(pod: PodInfo, taints: tuple[Taint, ...]) -> str | None:
@@ -345,35 +563,71 @@ class Scored:
     best: list[NodeScore]
 
 
-def score_all(pod: PodInfo, table: NodeTable, rows: Int64s, nodes: Sequence[NodeInfo], top: int = 5) -> Scored:
-    """``LeastAllocated``, ``BalancedAllocation`` and ``TaintToleration`` for ``rows``
-    (feasible nodes in processing order), as :func:`scores.score_nodes` computes them."""
-    fit = _least_allocated(pod, table, rows)
-    balanced = _balanced(pod, table, rows, nodes)
+def score_all(
+    pod: PodInfo,
+    table: NodeTable,
+    rows: Int64s,
+    nodes: Sequence[NodeInfo],
+    top: int = 5,
+    *,
+    index: PodIndex | None = None,
+    default_selector: Selector | None = None,
+    masks: NodeMasks | None = None,
+) -> Scored:
+    """The default profile's scores for ``rows`` (feasible nodes in processing order), as
+    :func:`scores.score_nodes` computes them; a plugin whose PreScore skips is left out."""
+    plugins: dict[str, Int64s] = {
+        "NodeResourcesFit": _least_allocated(pod, table, rows),
+        "NodeResourcesBalancedAllocation": _balanced(pod, table, rows, nodes),
+    }
     raw = np.array([_prefer_no_schedule(pod, s) for s in table.taint_sets], np.int64)[table.taint_set[rows]]
     worst = int(raw.max()) if raw.size else 0
-    taint = (
+    plugins["TaintToleration"] = (
         np.full(rows.size, MAX_NODE_SCORE, np.int64) if worst == 0 else MAX_NODE_SCORE - raw * MAX_NODE_SCORE // worst
     )
-    w = WEIGHTS
-    totals = (
-        fit * w["NodeResourcesFit"] + balanced * w["NodeResourcesBalancedAllocation"] + taint * w["TaintToleration"]
-    )
+    sched = pod.sched
+    if sched.preferred is not None:
+        pref = np.zeros(rows.size, np.int64)
+        for w, t in sched.preferred:
+            pref += w * _term_mask(t, table)[rows]
+        high = int(pref.max()) if pref.size else 0
+        plugins[nodeaffinity.NAME] = pref * MAX_NODE_SCORE // high if high > 0 else pref
+    if index is not None:
+        masks = masks if masks is not None else node_masks(pod, table)
+        spread = podtopologyspread.vector_score(
+            pod, table, index, rows, default_selector, masks.affinity_ok, masks.taints_ok
+        )
+        if spread is not None:
+            plugins[podtopologyspread.NAME] = spread
+        ipa = interpodaffinity.vector_score(pod, table, index, rows)
+        if ipa is not None:
+            plugins[interpodaffinity.NAME] = ipa
+    images = _image_locality(pod, table, rows)
+    if images is not None:
+        plugins[imagelocality.NAME] = images
+    names = [p for p in PLUGIN_ORDER if p in plugins]
+    totals = np.zeros(rows.size, np.int64)
+    for p in names:
+        totals += plugins[p] * WEIGHTS[p]
     # the best ``top`` as a stable sort by descending total keeps them (ties in the order given)
     order = np.argsort(-totals, kind="stable")[:top]
-    best = [
-        NodeScore(
-            table.names[int(rows[j])],
-            int(totals[j]),
-            {
-                "NodeResourcesFit": int(fit[j]),
-                "NodeResourcesBalancedAllocation": int(balanced[j]),
-                "TaintToleration": int(taint[j]),
-            },
-        )
-        for j in order
-    ]
+    best = [NodeScore(table.names[int(rows[j])], int(totals[j]), {p: int(plugins[p][j]) for p in names}) for j in order]
     return Scored(totals, best)
+
+
+def _image_locality(pod: PodInfo, table: NodeTable, rows: Int64s) -> Int64s | None:
+    """ImageLocality per image set; None when it gives every node 0 (it changes no total)."""
+    images = pod.sched.images
+    if not images or not any(table.image_sets):
+        return None
+    holders = table.holders()
+    total = len(table.names)
+    by_set = np.array(
+        [imagelocality.score(images, pod.sched.num_containers, s, holders, total) for s in table.image_sets],
+        np.int64,
+    )
+    out = by_set[table.image_set[rows]]
+    return out if out.any() else None
 
 
 def _least_allocated(pod: PodInfo, table: NodeTable, rows: Int64s) -> Int64s:

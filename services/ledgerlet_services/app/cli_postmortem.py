@@ -147,6 +147,12 @@ def add_parsers(sub: Any) -> None:
         help="store the what-if as a run of its own (report and explain show it, and beside the recorded run "
         "with --compare)",
     )
+    whatif.add_argument(
+        "--accept-unmodelled",
+        action="store_true",
+        help="run it although the scenario holds fields upstream decides by that ledgerlet does not model "
+        "(refused otherwise: the answer may be wrong where they matter)",
+    )
 
     explain = sub.add_parser("explain", help="why a pod was evicted, preempted, killed or rejected")
     explain.add_argument("pod", help="NAME (any namespace, if only one has it), or NAMESPACE/NAME")
@@ -457,7 +463,13 @@ async def _whatif(args: argparse.Namespace, console: Console) -> int:
     try:
         with progress.virtual_time(args, "whatif", await _duration(store, args.run)) as update:
             report = await whatif_run(
-                store, args.run, args.assignments, file_config, save_as=args.save_as, progress=update
+                store,
+                args.run,
+                args.assignments,
+                file_config,
+                save_as=args.save_as,
+                progress=update,
+                accept_unmodelled=args.accept_unmodelled,
             )
     except (NoSuchRun, InputError) as exc:
         error(str(exc))

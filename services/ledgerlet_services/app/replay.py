@@ -340,6 +340,17 @@ class WhatIfReport:
     whatif_decisions: list[Envelope] = field(default_factory=list)
 
 
+def unmodelled_refusal(entries: Sequence[ev.UnmodelledField]) -> str:
+    """Why a what-if of such a run is refused, naming what is not modelled."""
+    shown = [f"{e.object}: {e.field} ({e.plugin})" for e in entries[:5]]
+    more = f"; and {len(entries) - 5} more" if len(entries) > 5 else ""
+    return (
+        "its scenario holds fields upstream decides by that ledgerlet does not model, so a what-if of it "
+        f"may be wrong where they matter: {'; '.join(shown)}{more} (see the run's load warnings; "
+        "--accept-unmodelled runs it anyway)"
+    )
+
+
 async def whatif_run(
     store: EventStore,
     run: str | None,
@@ -348,8 +359,11 @@ async def whatif_run(
     *,
     progress: Callable[[int], None] | None = None,
     save_as: str | None = None,
+    accept_unmodelled: bool = False,
 ) -> WhatIfReport:
-    """Re-run the recorded inputs under changed settings; :class:`InputError` for bad ones.
+    """Re-run the recorded inputs under changed settings; :class:`InputError` for bad ones,
+    and for a run whose scenario holds fields upstream decides by that ledgerlet does not
+    model (``ScenarioStarted.unmodelled``), unless ``accept_unmodelled``.
 
     With ``save_as`` the what-if is stored as a run of its own (its ``ScenarioStarted``
     names the run and the settings it came from), which ``report`` and ``explain`` show
@@ -359,6 +373,8 @@ async def whatif_run(
         raise InputError(f"the store already holds a run {save_as!r}", obj="--save-as")
     recorded = await read_recorded(store, base_run)
     base = recorded.started
+    if base.unmodelled and not accept_unmodelled:
+        raise InputError(unmodelled_refusal(base.unmodelled), obj=f"run {recorded.run}")
     configs = apply_overrides(
         {
             "kubeletConfig": base.kubelet_config,

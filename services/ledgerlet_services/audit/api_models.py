@@ -88,6 +88,10 @@ class Explanation(_Model):
         description="the recording's own events about the pod (spec.observedEvents: time, type, reason, message, "
         "object, source, count), oldest first; empty when the scenario recorded none",
     )
+    unmodelled: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="fields of the scenario upstream decides by that ledgerlet does not model, touching this pod",
+    )
 
 
 class Health(_Model):

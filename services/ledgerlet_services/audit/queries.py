@@ -21,6 +21,7 @@ from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.registry import DECISION, EVENT_TYPES, decode_data, node_stream
 from ledgerlet_core.kubelet.eviction.observations import make_signal_observations
 from ledgerlet_core.kubelet.eviction.thresholds import Threshold
+from ledgerlet_core.model.codec import to_builtins
 from ledgerlet_core.model.duration import SECOND
 from ledgerlet_core.model.settings import suggestion
 from ledgerlet_core.model.summary import Summary
@@ -28,6 +29,7 @@ from ledgerlet_core.model.timefmt import format_rfc3339, parse_rfc3339
 from ledgerlet_core.postmortem.explain import LOOKBACK, NODE_CAUSES, NODE_CONTEXT, Explanation, ending, explain
 from ledgerlet_core.postmortem.signals_series import has_image_fs, thresholds_for_node
 from ledgerlet_core.scenario.observed_events import about_pod
+from ledgerlet_core.scenario.unmodelled import pod_object, touching
 from ledgerlet_store.store import EventStore, StoredEvent, UnknownRun, order_key, pick_run
 
 MAX_PAGE = 1000
@@ -270,7 +272,7 @@ class Audit:
                 ]
                 thresholds = await self.node_thresholds(run, end.node, observations)
         started, _ = await self.started(run)
-        return explain(
+        exp = explain(
             run=run,
             pod=pod,
             start=start,
@@ -280,6 +282,10 @@ class Audit:
             thresholds=thresholds,
             observed=about_pod(started.observed_events, pod),
         )
+        if started.unmodelled:
+            found = touching(started.unmodelled, pod_object(pod_events), pod, exp.node)
+            exp.unmodelled = [to_builtins(u) for u in found]
+        return exp
 
 
 def _with_signals(rec: dict[str, Any]) -> dict[str, Any]:

@@ -12,10 +12,15 @@ from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import PHASE_TIMERS, ClockTick, PodStarted
 from ledgerlet_core.contracts.topics import CLOCK, DECISIONS, INPUTS
 from ledgerlet_core.controllers.node_loss_controllers import NodeLossControllers, Settings
+from ledgerlet_core.controllers.podgc import EVICTED_REASON
 from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_core.model.duration import parse_duration
-from ledgerlet_core.model.k8s.objects import Taint
+from ledgerlet_core.model.k8s.objects import Pod, Taint
 from ledgerlet_services.loops.base import Loop, on
+
+#: ``PodTerminated`` reasons after which the pod stays in the API, Failed (the kubelet's
+#: eviction, the graceful node shutdown); the others are deletions
+STAYS_FAILED = frozenset({"Evicted", "NodeShutdown"})
 
 
 class OutOfServiceController(Loop):
@@ -32,6 +37,8 @@ class OutOfServiceController(Loop):
         self.controllers.settings = Settings(
             monitor_grace=parse_duration(str(ctl.get("nodeMonitorGracePeriod", "40s"))),
             disable_force_detach_on_timeout=bool(ctl.get("disableForceDetachOnTimeout", False)),
+            terminated_pod_gc_threshold=int(ctl.get("terminatedPodGCThreshold", 12500)),
+            start=self.cluster.settings.start,
         )
 
     # -- objects and pods ------------------------------------------------------------------
@@ -45,8 +52,23 @@ class OutOfServiceController(Loop):
             self.controllers.node_applied(entry.name, list(spec.taints), frequency, spec.unschedulable, env.t, out)
         elif kind == "Pod" and data.initial:
             pod = self.cluster.pods.get(env.pod or "")
-            if pod is not None and pod.spec.node_name:
+            if pod is None:  # not among the pods that exist: terminated already, PodGC counts it
+                self.controllers.terminated_applied(self.cluster.decoded.object(env.id, data.object, Pod), env.t, out)
+            elif pod.spec.node_name:
                 self.controllers.pod_running(pod, pod.spec.node_name, self.cluster.volumes_of(pod))
+
+    @on(dec.PodAdmitted)
+    def _admitted(self, env: Envelope, data: dec.PodAdmitted, out: Emitter) -> None:
+        self.controllers.pod_admitted(env.pod or "", env.t)
+
+    @on(dec.PodRejected)
+    def _rejected(self, env: Envelope, data: dec.PodRejected, out: Emitter) -> None:
+        if data.admitter == "kubelet":
+            key = env.pod or ""
+            evicted = data.reason == EVICTED_REASON
+            self.controllers.pod_refused(
+                self.cluster.pods.get(key), key, env.node or "", evicted=evicted, now=env.t, out=out
+            )
 
     @on(PodStarted)
     def _pod_started(self, env: Envelope, data: PodStarted, out: Emitter) -> None:
@@ -56,16 +78,19 @@ class OutOfServiceController(Loop):
 
     @on(dec.PodTerminated)
     def _terminated(self, env: Envelope, data: dec.PodTerminated, out: Emitter) -> None:
-        self.controllers.pod_gone(env.pod or "", env.t, out)
+        if data.reason in STAYS_FAILED:  # Failed, still in the API: PodGC counts it
+            self.controllers.pod_ended(env.pod or "", evicted=data.reason == EVICTED_REASON, now=env.t, out=out)
+        else:
+            self.controllers.pod_gone(env.pod or "", env.t, out)
 
     @on(dec.PodForceDeleted)
     def _force_deleted(self, env: Envelope, data: dec.PodForceDeleted, out: Emitter) -> None:
-        self.controllers.pod_gone(env.pod or "", env.t, out)
+        self.controllers.pod_force_deleted(env.pod or "", env.t, out)
 
     @on(dec.OOMKilled)
     def _oom_killed(self, env: Envelope, data: dec.OOMKilled, out: Emitter) -> None:
         if data.pod_failed:
-            self.controllers.pod_gone(env.pod or "", env.t, out)
+            self.controllers.pod_ended(env.pod or "", evicted=False, now=env.t, out=out)
 
     @on(dec.PodEvicted)
     def _evicted(self, env: Envelope, data: dec.PodEvicted, out: Emitter) -> None:
@@ -73,7 +98,7 @@ class OutOfServiceController(Loop):
 
     @on(dec.PodPreempted)
     def _preempted(self, env: Envelope, data: dec.PodPreempted, out: Emitter) -> None:
-        self.controllers.pod_terminating(env.pod or "", env.id)
+        self.controllers.pod_terminating(env.pod or "", env.id, deleted=True)  # the scheduler deletes it
 
     @on(inp.ObjectDeleted)
     def _deleted(self, env: Envelope, data: inp.ObjectDeleted, out: Emitter) -> None:

@@ -8,6 +8,7 @@ created, in event order, and runs one scheduling cycle per ready pod.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,12 +21,22 @@ from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import PHASE_TIMERS, ClockTick, NodeStatusUpdated, ObjectCreated, PodStarted
 from ledgerlet_core.contracts.topics import CLOCK, DECISIONS, INPUTS
+from ledgerlet_core.controllers.workloads import replica_set_for
 from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.duration import SECOND
-from ledgerlet_core.model.k8s.objects import Pod, PodDisruptionBudget, PriorityClass, ResourceQuota, RuntimeClass, Taint
+from ledgerlet_core.model.k8s.objects import (
+    Pod,
+    PodDisruptionBudget,
+    PriorityClass,
+    ResourceQuota,
+    RuntimeClass,
+    Taint,
+    Workload,
+)
 from ledgerlet_core.model.timefmt import parse_rfc3339
 from ledgerlet_core.scheduling.config import SchedulerConfig
+from ledgerlet_core.scheduling.disruption import workload_controllers
 from ledgerlet_core.scheduling.scheduler import KubeScheduler
 from ledgerlet_services.loops.base import Loop, for_node, on
 
@@ -81,6 +92,15 @@ class Scheduler(Loop):
             self.apiserver.quota_applied(convert(data.as_dict(), ResourceQuota))
         elif kind == "PodDisruptionBudget":
             self.scheduler.cache.pdb_applied(convert(data.as_dict(), PodDisruptionBudget))
+        elif kind in Workload.KINDS:
+            self._workload(convert(data.as_dict(), Workload))
+
+    def _workload(self, w: Workload) -> None:
+        """A workload controller: its selector (default topology spreading) and scale
+        (disruption budgets); a Deployment's current ReplicaSet is its own controller."""
+        rs = replica_set_for(w).metadata.name if w.kind == "Deployment" else ""
+        for c in workload_controllers(w, rs):
+            self.scheduler.cache.controller_applied(c)
 
     @on(ObjectCreated)
     def _created(self, env: Envelope, data: ObjectCreated, out: Emitter) -> None:
@@ -109,7 +129,10 @@ class Scheduler(Loop):
         name = data.key.removeprefix("node/")
         entry = self.cluster.nodes.get(name) if data.key.startswith("node/") else None
         usage = entry.usage if entry is not None else None
-        if usage is not None and self.scheduler.cache.machine_declared(name, usage.capacity):
+        if usage is None:
+            return
+        images = {i.name: i.size for i in usage.images}
+        if self.scheduler.cache.machine_declared(name, usage.capacity, images):
             self.scheduler.cluster_event(env.t, out)
 
     # -- nodes -------------------------------------------------------------------------------
@@ -156,6 +179,8 @@ class Scheduler(Loop):
         elif data.kind == "PodDisruptionBudget" and not self.scheduler.cache.pdb_deleted(data.namespace, data.name):
             message = not_found(data.kind, data.namespace, data.name)
             out.decide(dec.ObjectRejected(kind=data.kind, name=data.name, reason="NotFound", message=message))
+        elif data.kind in Workload.KINDS:
+            self.scheduler.cache.controller_deleted(data.namespace, data.kind, data.name)
 
     # -- how pods start and end ---------------------------------------------------------------
     @on(PodStarted)
@@ -191,14 +216,15 @@ class Scheduler(Loop):
 
     # -- admission, then scheduling --------------------------------------------------------------
     @on(ClockTick)
-    def _tick(self, env: Envelope, data: ClockTick, out: Emitter) -> None:
+    def _tick(self, env: Envelope, data: ClockTick, out: Emitter) -> Iterator[None] | None:
+        """Admission, then a cycle per pod ready (a long pass: it yields now and then)."""
         self.scheduler.timers.fired(env.t, data.phase)
         if data.phase != PHASE_TIMERS:
-            return
+            return None
         submitted, self._submitted = sorted(self._submitted, key=lambda s: s.when), []
         for s in submitted:
             self._admit(env, s, out)
-        self.scheduler.schedule(env.id, env.t, out)
+        return self.scheduler.scheduling(env.id, env.t, out)
 
     def _admit(self, env: Envelope, s: _Submitted, out: Emitter) -> None:
         if s.deleted is not None:
@@ -213,6 +239,8 @@ class Scheduler(Loop):
                 out.decide(refused)
             return
         raw = self.cluster.decoded.object(s.cause, s.object, Pod)
+        if self.scheduler.gates_updated(raw, env.t, out):
+            return  # an update of a gated pod: its gates may only be removed
         if self.scheduler.is_known(raw.key):
             return  # an update of a pod the API server has: spec.priority etc. are immutable
         try:
@@ -224,8 +252,9 @@ class Scheduler(Loop):
         admitted = out.decide(admitted_record(pod), node=pod.spec.node_name or None, pod=raw.key, causes=[s.cause])
         if pod.spec.node_name:
             self.scheduler.running(pod, None)  # bound by its creator: no scheduling
+            self.scheduler.pod_placed(env.t, out)
         else:
-            self.scheduler.enqueue(pod, env.t, admitted)
+            self.scheduler.enqueue(pod, env.t, admitted, out)
 
 
 __all__ = ["Scheduler"]

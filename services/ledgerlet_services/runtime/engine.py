@@ -46,7 +46,7 @@ from ledgerlet_services.runtime.clock_book import ClockBook
 from ledgerlet_services.runtime.driver import DriverStats
 from ledgerlet_services.runtime.outgoing import routed
 from ledgerlet_services.runtime.recorder import NAME as RECORDER
-from ledgerlet_services.runtime.recorder import EventSink, stored_form
+from ledgerlet_services.runtime.recorder import STOP_GRACE, EventSink, stored_form
 from ledgerlet_services.runtime.telemetry import Telemetry
 
 Headers = tuple[tuple[str, bytes], ...]
@@ -161,17 +161,20 @@ class Engine:
             if self.progress is not None:
                 self.progress(self.duration)
             await self._flush(final=True)
-        except (LoopFailed, asyncio.CancelledError):
-            # what was derived before the failure (or the interrupt) is stored, as the
-            # recorder would have it: a run completed later with its id skips it as seen
-            with contextlib.suppress(Exception, asyncio.CancelledError):
-                await asyncio.shield(self._flush(final=True))
+        except LoopFailed:
+            # what was derived before the failure is stored, as the recorder would have it
+            with contextlib.suppress(Exception):
+                await self._flush(final=True)
+            raise
+        except asyncio.CancelledError:
+            # interrupted: what the store has is kept, the rest left for a run completed
+            # later with this id; a run that stored nothing yet stores its start
+            if self._append is None and not self.stored and self._pending:
+                batch, self._pending = self._pending[:APPEND_EVERY], []
+                self._append = asyncio.create_task(self._store(batch))
             raise
         finally:
-            if self._append is not None and not self._append.done():
-                self._append.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await self._append
+            await self._let_append_finish()
         return EngineOutcome(
             driver=self.stats,
             events_stored=self.stored,
@@ -198,12 +201,14 @@ class Engine:
             if not queue:
                 break
             _, _, _, env, headers = heapq.heappop(queue)
-            self._dispatch(env, headers)
+            for _ in self._dispatch(env, headers):  # (a long pass gives the event loop turns)
+                await asyncio.sleep(0)
             self._dispatched += 1
             if self._dispatched % YIELD_EVERY == 0 or self._full():
                 await self._flush()
 
-    def _dispatch(self, env: Envelope, headers: Headers) -> None:
+    def _dispatch(self, env: Envelope, headers: Headers) -> Iterator[None]:
+        """Store, then hand out ``env``; yields while a long pass is under way."""
         self._pending.append((env, headers))
         self._pending_bytes += len(env.data)
         if env.type == "TimerSet":
@@ -212,11 +217,11 @@ class Engine:
             return
         if env.type == BATCH:
             for member in expand(env):  # (one after another, at the batch's place)
-                self._handle(member, headers)
+                yield from self._handle(member, headers)
             return
-        self._handle(env, headers)
+        yield from self._handle(env, headers)
 
-    def _handle(self, env: Envelope, headers: Headers) -> None:
+    def _handle(self, env: Envelope, headers: Headers) -> Iterator[None]:
         readers = self._readers.get(env.type)
         if readers is None:  # (the loops that read its topic and have a handler of it)
             topic = topic_of(env.type, env.kind)
@@ -242,9 +247,9 @@ class Engine:
             try:
                 if tracing:
                     with telemetry.handling(loop.name, env, headers) as out_headers:
-                        _exhaust(loop.react(env, out, memo))
+                        yield from loop.react(env, out, memo) or ()
                 else:
-                    _exhaust(loop.react(env, out, memo))
+                    yield from loop.react(env, out, memo) or ()
             except Exception as exc:
                 raise LoopFailed(loop.name, exc) from exc
             self.events_in[loop.name] += 1
@@ -274,6 +279,28 @@ class Engine:
                 break
         await asyncio.sleep(0)
 
+    async def _let_append_finish(self) -> None:
+        """Let the append under way finish (for at most ``STOP_GRACE`` seconds), however
+        often the run is cancelled meanwhile: a store write cut off half way can leave its
+        connection unusable, and closing the store would then never return."""
+        task = self._append
+        if task is None or task.done():
+            return
+        deadline = time.monotonic() + STOP_GRACE
+        cancelled = False
+        while not task.done() and (left := deadline - time.monotonic()) > 0:
+            try:
+                await asyncio.wait([task], timeout=left)
+            except asyncio.CancelledError:
+                cancelled = True
+        if not task.done():
+            task.cancel()
+        elif not task.cancelled() and task.exception() is None:
+            self.stored += task.result()
+        self._append = None
+        if cancelled:
+            raise asyncio.CancelledError
+
     def _full(self) -> bool:
         return len(self._pending) >= APPEND_EVERY or self._pending_bytes >= APPEND_BYTES
 
@@ -281,10 +308,3 @@ class Engine:
         stored = await self.sink.append_batch([stored_form(env, full=self.full_observations) for env, _ in batch])
         self.telemetry.stored(RECORDER, batch)
         return stored
-
-
-def _exhaust(steps: Iterator[None] | None) -> None:
-    """Run a long pass (a handler that yields now and then) to its end."""
-    if steps is not None:
-        for _ in steps:
-            pass

@@ -3,6 +3,11 @@
 Upstream: ``pkg/apis/core/v1/defaults.go`` (``SetDefaults_Pod``, ``SetDefaults_PodSpec``,
 ``SetDefaults_Container``), ``pkg/apis/scheduling/v1/defaults.go:
 SetDefaults_PriorityClass``. Applied once, when an object enters the scenario.
+
+A Node gets the labels its kubelet registers it with when the object does not carry them
+(``pkg/kubelet/kubelet_node_status.go: initialNode``): ``kubernetes.io/hostname`` (its
+name) and ``kubernetes.io/os`` (linux: ledgerlet's kubelets are Linux ones). Topology
+spreading and inter-pod affinity over hostnames, and node selectors on the OS, read them.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from ledgerlet_core.model.k8s.objects import (
     NAMESPACED_KINDS,
     AnyObject,
     Container,
+    Node,
     ObjectMeta,
     Pod,
     PodSpec,
@@ -26,6 +32,8 @@ from ledgerlet_core.model.k8s.objects import (
 DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS: Final = 30
 DEFAULT_SCHEDULER_NAME: Final = "default-scheduler"
 DEFAULT_NAMESPACE: Final = "default"
+LABEL_HOSTNAME: Final = "kubernetes.io/hostname"
+LABEL_OS: Final = "kubernetes.io/os"
 
 
 def _container_defaults(c: Container) -> Container:
@@ -77,6 +85,11 @@ def apply_defaults(obj: AnyObject) -> AnyObject:
             obj = msgspec.structs.replace(
                 obj, spec=msgspec.structs.replace(obj.spec, template=msgspec.structs.replace(template, spec=spec))
             )
+    elif isinstance(obj, Node):
+        labels = obj.metadata.labels
+        if LABEL_HOSTNAME not in labels or LABEL_OS not in labels:
+            registered = {LABEL_HOSTNAME: obj.metadata.name, LABEL_OS: "linux", **labels}
+            obj = msgspec.structs.replace(obj, metadata=msgspec.structs.replace(obj.metadata, labels=registered))
     elif isinstance(obj, PriorityClass) and obj.preemption_policy is None:
         obj = msgspec.structs.replace(obj, preemption_policy="PreemptLowerPriority")
     return obj

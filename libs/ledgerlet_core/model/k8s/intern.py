@@ -56,5 +56,16 @@ class Interner:
             spec.tolerations = self.part(spec.tolerations)
         if spec.node_selector:
             spec.node_selector = self.part(spec.node_selector)
+        # what the scheduler's plugins and the unmodelled-fields scan read, per distinct spec
+        if spec.affinity is not None:
+            spec.affinity = self.part(spec.affinity)
+        if spec.topology_spread_constraints:
+            spec.topology_spread_constraints = self.part(spec.topology_spread_constraints)
+        if spec.volumes:
+            spec.volumes = self.part(spec.volumes)
+        if spec.resource_claims:
+            spec.resource_claims = self.part(spec.resource_claims)
+        if spec.readiness_gates:
+            spec.readiness_gates = self.part(spec.readiness_gates)
         pod.status = self.part(pod.status)
         return pod

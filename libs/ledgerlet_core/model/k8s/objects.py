@@ -57,6 +57,17 @@ class LabelSelector(_K8s, kw_only=True):
 class ResourceRequirements(_K8s, kw_only=True):
     requests: ResourceList = {}
     limits: ResourceList = {}
+    #: dynamic resource claims the container uses (DRA): read only to say they are not modelled
+    claims: list[dict[str, Any]] = []
+
+
+class ContainerPort(_K8s, kw_only=True):
+    container_port: int = 0
+    #: 0: no host port (a ``hostNetwork`` pod's ports are its host's: see the scheduler's NodePorts)
+    host_port: int = 0
+    protocol: str = ""
+    host_ip: str = msgspec.field(default="", name="hostIP")
+    name: str = ""
 
 
 class Container(_K8s, kw_only=True):
@@ -65,6 +76,9 @@ class Container(_K8s, kw_only=True):
     resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
     # On an init container, "Always" makes it a sidecar (restartable init container).
     restart_policy: str | None = None
+    ports: list[ContainerPort] = []
+    #: read only to say it is not modelled (a started pod counts as Ready)
+    readiness_probe: dict[str, Any] | None = None
 
 
 class Toleration(_K8s, kw_only=True):
@@ -104,6 +118,87 @@ class Volume(_K8s, kw_only=True):
     persistent_volume_claim: PersistentVolumeClaimVolumeSource | None = None
     csi: dict[str, Any] | None = None
     ephemeral: dict[str, Any] | None = None
+    # in-tree disks the scheduler's VolumeRestrictions and volume limits read (not modelled)
+    gce_persistent_disk: dict[str, Any] | None = None
+    aws_elastic_block_store: dict[str, Any] | None = None
+    azure_disk: dict[str, Any] | None = None
+    rbd: dict[str, Any] | None = None
+    iscsi: dict[str, Any] | None = None
+    cinder: dict[str, Any] | None = None
+
+
+class NodeSelectorRequirement(_K8s, kw_only=True):
+    key: str = ""
+    operator: str = ""
+    values: list[str] = []
+
+
+class NodeSelectorTerm(_K8s, kw_only=True):
+    match_expressions: list[NodeSelectorRequirement] = []
+    match_fields: list[NodeSelectorRequirement] = []
+
+
+class NodeSelector(_K8s, kw_only=True):
+    node_selector_terms: list[NodeSelectorTerm] = []
+
+
+class PreferredSchedulingTerm(_K8s, kw_only=True):
+    weight: int = 0
+    preference: NodeSelectorTerm = msgspec.field(default_factory=NodeSelectorTerm)
+
+
+class NodeAffinity(_K8s, kw_only=True):
+    required_during_scheduling_ignored_during_execution: NodeSelector | None = None
+    #: None and [] differ upstream: an empty list still runs the score (every node 0)
+    preferred_during_scheduling_ignored_during_execution: list[PreferredSchedulingTerm] | None = None
+
+
+class PodAffinityTerm(_K8s, kw_only=True):
+    label_selector: LabelSelector | None = None
+    namespaces: list[str] = []
+    topology_key: str = ""
+    namespace_selector: LabelSelector | None = None
+    match_label_keys: list[str] = []
+    mismatch_label_keys: list[str] = []
+
+
+class WeightedPodAffinityTerm(_K8s, kw_only=True):
+    weight: int = 0
+    pod_affinity_term: PodAffinityTerm = msgspec.field(default_factory=PodAffinityTerm)
+
+
+class PodAffinity(_K8s, kw_only=True):
+    """``podAffinity`` and ``podAntiAffinity`` have the same shape."""
+
+    required_during_scheduling_ignored_during_execution: list[PodAffinityTerm] = []
+    preferred_during_scheduling_ignored_during_execution: list[WeightedPodAffinityTerm] = []
+
+
+class Affinity(_K8s, kw_only=True):
+    node_affinity: NodeAffinity | None = None
+    pod_affinity: PodAffinity | None = None
+    pod_anti_affinity: PodAffinity | None = None
+
+
+class TopologySpreadConstraint(_K8s, kw_only=True):
+    max_skew: int = 0
+    topology_key: str = ""
+    when_unsatisfiable: str = ""
+    label_selector: LabelSelector | None = None
+    min_domains: int | None = None
+    node_affinity_policy: str | None = None
+    node_taints_policy: str | None = None
+    match_label_keys: list[str] = []
+
+
+class PodSchedulingGate(_K8s, kw_only=True):
+    name: str = ""
+
+
+class PodResourceClaim(_K8s, kw_only=True):
+    name: str = ""
+    resource_claim_name: str | None = None
+    resource_claim_template_name: str | None = None
 
 
 class PodSpec(_K8s, kw_only=True):
@@ -123,7 +218,13 @@ class PodSpec(_K8s, kw_only=True):
     volumes: list[Volume] = []
     # Pod-level resources (PodLevelResources feature); None when the pod does not set them.
     resources: ResourceRequirements | None = None
-    affinity: dict[str, Any] | None = None
+    affinity: Affinity | None = None
+    topology_spread_constraints: list[TopologySpreadConstraint] = []
+    scheduling_gates: list[PodSchedulingGate] = []
+    #: dynamic resource claims (DRA): read only to say they are not modelled
+    resource_claims: list[PodResourceClaim] = []
+    host_network: bool = False
+    readiness_gates: list[dict[str, Any]] = []
 
 
 class PodCondition(_K8s, kw_only=True):
@@ -170,10 +271,17 @@ class NodeSpec(_K8s, kw_only=True):
     unschedulable: bool = False
 
 
+class ContainerImage(_K8s, kw_only=True):
+    names: list[str] = []
+    size_bytes: int = 0
+
+
 class NodeStatus(_K8s, kw_only=True):
     capacity: ResourceList = {}
     allocatable: ResourceList = {}
     conditions: list[NodeCondition] = []
+    #: the images its runtime holds, as the kubelet reports them (ImageLocality)
+    images: list[ContainerImage] = []
 
 
 class Node(_K8s, kw_only=True):
@@ -271,6 +379,7 @@ class PersistentVolume(_K8s, kw_only=True):
 
 class PersistentVolumeClaimSpec(_K8s, kw_only=True):
     volume_name: str = ""
+    access_modes: list[str] = []
     resources: ResourceRequirements = msgspec.field(default_factory=ResourceRequirements)
     storage_class_name: str | None = None
 
@@ -289,7 +398,9 @@ class PodTemplateSpec(_K8s, kw_only=True):
 
 
 class WorkloadSpec(_K8s, kw_only=True):
-    """The parts of ReplicaSet / Deployment / StatefulSet / DaemonSet / Job specs we read."""
+    """The parts of ReplicaSet / Deployment / StatefulSet / DaemonSet / Job /
+    ReplicationController specs we read (a ReplicationController's selector, a plain map,
+    is read as ``matchLabels``)."""
 
     replicas: int | None = None
     parallelism: int | None = None
@@ -303,7 +414,9 @@ class WorkloadSpec(_K8s, kw_only=True):
 
 
 class Workload(_K8s, kw_only=True):
-    KINDS: ClassVar[frozenset[str]] = frozenset({"ReplicaSet", "Deployment", "StatefulSet", "DaemonSet", "Job"})
+    KINDS: ClassVar[frozenset[str]] = frozenset(
+        {"ReplicaSet", "Deployment", "StatefulSet", "DaemonSet", "Job", "ReplicationController"}
+    )
     api_version: str = "apps/v1"
     kind: str
     metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)

@@ -24,9 +24,9 @@ from ledgerlet_core.model.codec import convert, object_builtins
 from ledgerlet_core.model.k8s.objects import Pod, PodDisruptionBudget, ResourceQuota
 from ledgerlet_core.model.k8s.priority import system_priority_classes
 from ledgerlet_core.model.k8s.resources import resource_format
-from ledgerlet_core.model.k8s.selectors import matches
 from ledgerlet_core.model.quantity import Quantity
-from ledgerlet_core.scheduling.disruption import resolve_int_or_percent
+from ledgerlet_core.scheduling.disruption import Controller, budget_status
+from ledgerlet_core.scheduling.info import PodInfo, pod_info
 from ledgerlet_services.audit.kube_api.meta import Instant, facade_uid, resource_version, rfc3339
 
 #: namespaces every cluster has
@@ -106,34 +106,33 @@ def namespace_object(name: str, instant: Instant) -> dict[str, Any]:
     }
 
 
-def _healthy(pod: Mapping[str, Any]) -> bool:
-    """``countHealthyPods``: not terminating, and Ready."""
-    if pod.get("metadata", {}).get("deletionTimestamp"):
-        return False
-    return any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in pod.get("status", {}).get("conditions", [])
+def _counted(raw: Mapping[str, Any]) -> PodInfo:
+    """A pod as the disruption controller counts it: terminating when being deleted,
+    healthy (``start`` set) when Ready."""
+    info = pod_info(convert(dict(raw), Pod))
+    info.terminating = bool(raw.get("metadata", {}).get("deletionTimestamp"))
+    ready = any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in raw.get("status", {}).get("conditions", [])
     )
+    info.start = 0 if ready else None
+    return info
 
 
-def with_budget_status(obj: dict[str, Any], pods: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def with_budget_status(
+    obj: dict[str, Any],
+    pods: Sequence[Mapping[str, Any]],
+    controllers: Mapping[tuple[str, str, str], Controller],
+) -> dict[str, Any]:
     """A budget with the status the disruption controller computes from ``pods`` (its
-    namespace's, at the instant): expected = the matching pods, as for bare pods."""
+    namespace's, at the instant) and the workload controllers' scale
+    (:func:`ledgerlet_core.scheduling.disruption.budget_status`, as the scheduler reads it)."""
     pdb = convert(obj, PodDisruptionBudget)
-    matching = [p for p in pods if matches(pdb.spec.selector, p.get("metadata", {}).get("labels", {}))]
-    live = [p for p in matching if p.get("status", {}).get("phase") not in ("Succeeded", "Failed")]
-    expected = len(live)
-    healthy = sum(1 for p in live if _healthy(p))
-    if pdb.spec.max_unavailable is not None:
-        desired = max(0, expected - resolve_int_or_percent(pdb.spec.max_unavailable, expected, up=True))
-    elif pdb.spec.min_available is not None:
-        desired = resolve_int_or_percent(pdb.spec.min_available, expected, up=True)
-    else:
-        desired = 0
+    status = budget_status(pdb, [_counted(p) for p in pods], controllers)
     obj["status"] = {
-        "currentHealthy": healthy,
-        "desiredHealthy": desired,
-        "disruptionsAllowed": max(0, healthy - desired),
-        "expectedPods": expected,
+        "currentHealthy": status.healthy,
+        "desiredHealthy": status.desired,
+        "disruptionsAllowed": status.allowed,
+        "expectedPods": status.expected,
         "observedGeneration": 1,
     }
     return obj

@@ -21,6 +21,10 @@ from typing import Any, Final
 
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.registry import node_stream
+from ledgerlet_core.controllers.workloads import replica_set_for
+from ledgerlet_core.model.codec import convert
+from ledgerlet_core.model.k8s.objects import Workload
+from ledgerlet_core.scheduling.disruption import Controller, workload_controllers
 from ledgerlet_services.audit.kube_api import events as ev
 from ledgerlet_services.audit.kube_api.meta import ApiError, Instant, bad_request, parse_at
 from ledgerlet_services.audit.kube_api.metrics import get_metrics, scan_metrics
@@ -265,6 +269,17 @@ class KubeReader:
         q = Query(namespace, LabelSelector(), FieldSelector())
         return [obj async for _, obj in self.scan_pods(i, q, None) if obj is not None]
 
+    async def _controllers(self, i: Instant) -> dict[tuple[str, str, str], Controller]:
+        """The workload controllers at the instant, as the disruption controller finds them."""
+        out: dict[tuple[str, str, str], Controller] = {}
+        for kind in sorted(Workload.KINDS):
+            for _, obj in await self._simple(i, kind):
+                w = convert(obj, Workload)
+                rs = replica_set_for(w).metadata.name if w.kind == "Deployment" else ""
+                for c in workload_controllers(w, rs):
+                    out[(c.namespace, c.kind, c.name)] = c
+        return out
+
     async def scan_simple(
         self, i: Instant, kind: str, q: Query, after: str | None
     ) -> AsyncIterator[tuple[str, dict[str, Any] | None]]:
@@ -272,6 +287,7 @@ class KubeReader:
         nodes: list[dict[str, Any]] | None = None
         found = await self._simple(i, kind)
         replica_sets = [rs for _, rs in await self._simple(i, "ReplicaSet")] if kind == "Deployment" else []
+        controllers = await self._controllers(i) if kind == "PodDisruptionBudget" else {}
         for key, obj in found:
             if after is not None and key <= after:
                 continue
@@ -281,7 +297,10 @@ class KubeReader:
             if kind in NAMESPACED_SIMPLE and ns and ns not in pods_by_ns:
                 pods_by_ns[ns] = await self._namespace_pods(i, ns)
             if kind in ("PodDisruptionBudget", "ResourceQuota") and ns:
-                obj = (with_budget_status if kind == "PodDisruptionBudget" else with_quota_status)(obj, pods_by_ns[ns])
+                if kind == "PodDisruptionBudget":
+                    obj = with_budget_status(obj, pods_by_ns[ns], controllers)
+                else:
+                    obj = with_quota_status(obj, pods_by_ns[ns])
             elif kind in WORKLOAD_KINDS and ns:
                 if kind == "DaemonSet" and nodes is None:
                     everything = Query(None, LabelSelector(), FieldSelector())
