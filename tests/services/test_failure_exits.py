@@ -103,16 +103,23 @@ from ledgerlet_services.loops import base
 
 victim, at = sys.argv[4], int(sys.argv[5])
 handled = [0]
-original = base.Loop.react
+original = base.Loop.handler
 
-def react(self, env, out, memo):
-    if self.name == victim:
+def handler(self, event_type):
+    found = original(self, event_type)
+    if found is None or self.name != victim:
+        return found
+    method, decode, when = found
+
+    def failing(env, data, out):
         handled[0] += 1
         if handled[0] == at:
             raise RuntimeError("injected failure")
-    return original(self, env, out, memo)
+        return method(env, data, out)
 
-base.Loop.react = react
+    return failing, decode, when
+
+base.Loop.handler = handler
 from ledgerlet_services.app.cli import main
 sys.exit(main(["run", sys.argv[1], "--decisions", sys.argv[2], "--store", sys.argv[3], "--quiet", "--run-id", "f"]))
 """

@@ -9,6 +9,7 @@ would refuse, a duplicate object or a reference to an unknown node is an
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import hashlib
 import uuid
@@ -47,6 +48,7 @@ from ledgerlet_core.model.usage import LAYOUTS, NodeUsage, PodUsage, parse_node_
 from ledgerlet_core.scenario.documents import read_document
 from ledgerlet_core.scenario.json_scenario import plain, read_json_scenario
 from ledgerlet_core.scenario.observed_events import observed_events
+from ledgerlet_core.scenario.pod_shapes import PodShapes
 from ledgerlet_core.scenario.unmodelled import scan as scan_unmodelled
 from ledgerlet_core.scheduling.config import SCHEDULER_FIELDS, SCHEDULER_GATES, SchedulerConfig, config_errors
 
@@ -264,7 +266,8 @@ def _load(text: str, source: str) -> Scenario:
     controller = convert(controller_raw, ControllerConfig, obj="spec.controllerConfig")
     _duration(controller.node_monitor_grace_period, obj="spec.controllerConfig", field_name="nodeMonitorGracePeriod")
 
-    objects, obj_warnings = _objects(_section(spec, "objects", list))
+    shapes = PodShapes()
+    objects, obj_warnings = _objects(_section(spec, "objects", list), shapes)
     warnings += obj_warnings
     raw_events = _section(spec, "events", list)
     events = [_event(i, raw) for i, raw in enumerate(raw_events)]
@@ -283,7 +286,7 @@ def _load(text: str, source: str) -> Scenario:
 
     node_configs = _node_configs(objects, events, kubelet_raw, warnings)
     _check_references(objects, events, known_nodes)
-    objects = _resolve_initial_pods(objects, controller)
+    objects = _resolve_initial_pods(objects, controller, shapes)
 
     usage_raw = _section(spec, "usage", dict)
     node_usage: dict[str, NodeUsage] = {}
@@ -347,22 +350,25 @@ def _located(fn: Any) -> Any:
         raise exc.located(obj="spec") from None
 
 
-def _objects(raw_objects: Any) -> tuple[list[AnyObject], list[str]]:
+def _objects(raw_objects: Any, shapes: PodShapes) -> tuple[list[AnyObject], list[str]]:
     if not isinstance(raw_objects, list):
         raise InputError("expected a list", obj="spec", field="objects")
     out: list[AnyObject] = []
     warnings: list[str] = []
     seen: dict[tuple[str, str, str], int] = {}
     for i, entry in enumerate(raw_objects):
-        raw = plain(entry)  # (one object's dict at a time: a fleet's would be gigabytes at once)
-        label = f"objects[{i}] {object_label(raw)}"
-        try:
-            obj = decode_object(raw, label=label)
-        except UnsupportedKind as exc:
-            warnings.append(f"{label}: {exc.message}; ignored")
-            continue
+        obj: AnyObject | None = None
+        if isinstance(entry, msgspec.Raw):  # (a JSON file's pod: checked once per shape)
+            obj = shapes.pod(entry, functools.partial(_decoded, entry, i), _pod_uid)
+        if obj is None:
+            try:
+                obj = _decoded(entry, i)
+            except UnsupportedKind as exc:
+                warnings.append(f"{exc.obj}: {exc.message}; ignored")
+                continue
         key = (obj.kind, obj.metadata.namespace, obj.metadata.name)
         if key in seen:
+            label = f"objects[{i}] {object_label(plain(entry))}"
             raise InputError(
                 f"duplicate object: already defined at objects[{seen[key]}]", obj=label, field="metadata.name"
             )
@@ -376,6 +382,16 @@ def _objects(raw_objects: Any) -> tuple[list[AnyObject], list[str]]:
             )
         out.append(obj)
     return out, warnings
+
+
+def _decoded(entry: Any, i: int) -> AnyObject:
+    """``objects[i]`` typed, defaulted and checked, one object at a time."""
+    raw = plain(entry)  # (one object's dict at a time: a fleet's would be gigabytes at once)
+    return decode_object(raw, label=f"objects[{i}] {object_label(raw)}")
+
+
+def _pod_uid(namespace: str, name: str) -> str:
+    return default_uid("Pod", namespace, name)
 
 
 #: what a ``delete`` event may remove (every other kind is an input error, never dropped)
@@ -488,8 +504,9 @@ def _check_references(objects: list[AnyObject], events: list[ScenarioEvent], nod
                 raise InputError(f"unknown node {node_name!r}", obj=f"events[{e.index}].apply", field="spec.nodeName")
 
 
-def _resolve_initial_pods(objects: list[AnyObject], controller: ControllerConfig) -> list[AnyObject]:
-    """Pods in ``objects`` were admitted long ago: resolve priority and QoS as admission did."""
+def _resolve_initial_pods(objects: list[AnyObject], controller: ControllerConfig, shapes: PodShapes) -> list[AnyObject]:
+    """Pods in ``objects`` were admitted long ago: resolve priority and QoS as admission did
+    (once per shape for pods that have one: scenario/pod_shapes.py)."""
     classes = known_classes({o.metadata.name: o for o in objects if isinstance(o, PriorityClass)})
     runtime_classes = {o.metadata.name: o for o in objects if isinstance(o, RuntimeClass)}
     shared = Interner()  # a fleet's pods repeat the same parts: held once each
@@ -502,22 +519,26 @@ def _resolve_initial_pods(objects: list[AnyObject], controller: ControllerConfig
                     error.message, obj=f"objects[{i}] PriorityClass {obj.metadata.name}", field=error.field
                 )
         if isinstance(obj, Pod):
-            if is_static_pod(obj):  # the kubelet keeps the manifest's priority (see kubelet_priority)
-                manifest = "" if obj.spec.priority is None else str(obj.spec.priority)
-                annotations = {**obj.metadata.annotations, MANIFEST_PRIORITY_ANNOTATION: manifest}
-                obj = msgspec.structs.replace(
-                    obj, metadata=msgspec.structs.replace(obj.metadata, annotations=annotations)
-                )
-            try:
-                obj = admit_pod(
-                    obj,
-                    classes,
-                    runtime_classes,
-                    not_ready_seconds=controller.default_not_ready_toleration_seconds,
-                    unreachable_seconds=controller.default_unreachable_toleration_seconds,
-                )
-            except AdmissionError as exc:
-                raise InputError(exc.message, obj=f"objects[{i}] Pod {obj.key}", field=exc.field) from None
-            obj = shared.pod(obj)
+
+            def admitted(pod: Pod, i: int = i) -> Pod:
+                if is_static_pod(pod):  # the kubelet keeps the manifest's priority (see kubelet_priority)
+                    manifest = "" if pod.spec.priority is None else str(pod.spec.priority)
+                    annotations = {**pod.metadata.annotations, MANIFEST_PRIORITY_ANNOTATION: manifest}
+                    pod = msgspec.structs.replace(
+                        pod, metadata=msgspec.structs.replace(pod.metadata, annotations=annotations)
+                    )
+                try:
+                    pod = admit_pod(
+                        pod,
+                        classes,
+                        runtime_classes,
+                        not_ready_seconds=controller.default_not_ready_toleration_seconds,
+                        unreachable_seconds=controller.default_unreachable_toleration_seconds,
+                    )
+                except AdmissionError as exc:
+                    raise InputError(exc.message, obj=f"objects[{i}] Pod {pod.key}", field=exc.field) from None
+                return shared.pod(pod)
+
+            obj = shapes.admitted(obj, admitted, shared)
         out.append(obj)
     return out

@@ -510,6 +510,8 @@ def scan(
     s = _Scan(ctx)
     for where, obj in [*(("", o) for o in objects), *applied]:
         if isinstance(obj, Pod):
+            if not relevant(obj.spec):
+                continue  # (most pods: nothing of theirs is read here, so no label is made)
             meta = obj.metadata
             s.pod(_label("Pod", obj, where), obj.key, meta.namespace or "default", meta.labels, obj.spec)
         elif isinstance(obj, Workload):

@@ -31,6 +31,13 @@ from ledgerlet_core.loop.membership import Membership
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+#: a loop's handler of one event type, bound (:meth:`Loop.handler`)
+Handler = tuple[
+    Callable[[Envelope, Any, Emitter], Iterator[None] | None],
+    Callable[[msgspec.Raw], Any],
+    Callable[[Envelope], bool] | None,
+]
+
 _MARK = "__ledgerlet_handles__"
 
 #: objects decoded once for every loop of this process (see ledgerlet_core.cluster.decoded)
@@ -164,6 +171,14 @@ class Loop:
     def handles(cls, event_type: str) -> bool:
         """Whether the loop has a handler of ``event_type`` (some take only part of them)."""
         return event_type in cls._routes
+
+    def handler(self, event_type: str) -> Handler | None:
+        """The loop's handler of ``event_type``, bound: (call it with env, data, out; the
+        decoder its data is read with; which events it takes, by their envelope)."""
+        route = self._routes.get(event_type)
+        if route is None:
+            return None
+        return getattr(self, route.method), route.decode, route.when
 
     def react(self, env: Envelope, out: Emitter, memo: dict[Any, Any]) -> Iterator[None] | None:
         """Handle ``env`` with a cluster view someone else folds (the embedded engine,

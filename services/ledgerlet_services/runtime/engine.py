@@ -40,7 +40,7 @@ from ledgerlet_core.contracts.internal import ClockTick, TimerSet
 from ledgerlet_core.contracts.registry import decode_data, make_envelope
 from ledgerlet_core.contracts.topics import topic_of
 from ledgerlet_core.loop.emitter import Emitter
-from ledgerlet_services.loops.base import SHARED_DECODING, Loop, fold_decoder
+from ledgerlet_services.loops.base import SHARED_DECODING, Handler, Loop, fold_decoder
 from ledgerlet_services.runtime.catalog import CONTROL_LOOPS
 from ledgerlet_services.runtime.clock_book import ClockBook
 from ledgerlet_services.runtime.driver import DriverStats
@@ -113,6 +113,9 @@ class Engine:
         self._queue: list[tuple[int, tuple[int, ...], int, Envelope, Headers]] = []
         self._arrivals = 0
         self._readers: dict[str, list[Loop]] = {}
+        self._handlers: dict[str, list[tuple[Loop, Handler]]] = {}
+        #: no telemetry to feed: each event goes the short way (:meth:`_handle_plain`)
+        self._plain = not (self.telemetry.tracing or self.telemetry.metering)
         #: the loop a failure to fold an event of a type is told of (the first that reads it)
         self._failing: dict[str, str] = {}
         self._pending: list[tuple[Envelope, Headers]] = []
@@ -222,12 +225,63 @@ class Engine:
         yield from self._handle(env, headers)
 
     def _handle(self, env: Envelope, headers: Headers) -> Iterator[None]:
+        if self._plain:
+            return self._handle_plain(env)
+        return self._handle_watched(env, headers)
+
+    def _handle_plain(self, env: Envelope) -> Iterator[None]:
+        """:meth:`_handle_watched` without telemetry: the hot path (a fleet's starting pods
+        are hundreds of thousands of events), with each type's handlers looked up once."""
+        handlers = self._handlers.get(env.type)
+        if handlers is None:
+            readers = self._readers_of(env)
+            handlers = self._handlers[env.type] = [
+                (loop, h) for loop in readers if (h := loop.handler(env.type)) is not None
+            ]
+        memo: dict[Any, Any] = {}
+        data: Any = None
+        folds = folds_event(env)
+        if folds:
+            decode = fold_decoder(env.type)
+            try:
+                data = memo[decode] = decode(env.data)
+                self.view.arrive(env, data)
+            except Exception as exc:  # (as the first loop to fold it would have failed)
+                raise LoopFailed(self._failing[env.type], exc) from exc
+        counts, push = self.events_in, self._push
+        for loop, (method, decoder, when) in handlers:
+            if when is not None and not when(env):
+                continue
+            out = Emitter(env, loop.rank, place=loop.node_place())
+            try:
+                mine = memo.get(decoder)
+                if mine is None:
+                    mine = memo[decoder] = decoder(env.data)
+                steps = method(env, mine, out)
+                if steps is not None:
+                    yield from steps
+            except Exception as exc:
+                raise LoopFailed(loop.name, exc) from exc
+            counts[loop.name] += 1
+            for emitted in out.out:
+                self.events_out[loop.name] += emitted.events
+                push(emitted.envelope)
+        if folds:
+            self.view.settle(env, data)
+
+    def _readers_of(self, env: Envelope) -> list[Loop]:
+        """The loops that read ``env``'s topic and have a handler of its type."""
         readers = self._readers.get(env.type)
-        if readers is None:  # (the loops that read its topic and have a handler of it)
+        if readers is None:
             topic = topic_of(env.type, env.kind)
             readers = [loop for loop in self.loops if topic in loop.topics]
             self._failing[env.type] = readers[0].name if readers else "engine"
             readers = self._readers[env.type] = [loop for loop in readers if loop.handles(env.type)]
+        return readers
+
+    def _handle_watched(self, env: Envelope, headers: Headers) -> Iterator[None]:
+        """Handle ``env``, with a span per loop and the services' metrics."""
+        readers = self._readers_of(env)
         memo: dict[Any, Any] = {}
         folds = folds_event(env)
         data: Any = None

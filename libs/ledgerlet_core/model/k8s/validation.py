@@ -40,16 +40,8 @@ def is_dns1123_label(value: str) -> bool:
 
 def validate_object(obj: AnyObject) -> None:
     """Raise :class:`InputError` (field set) for what the API server would refuse."""
-    name = obj.metadata.name
-    if not name:
-        raise InputError("name or generateName is required", field="metadata.name")
-    if not is_dns1123_subdomain(name):
-        raise InputError(f'Invalid value: "{name}": {_SUBDOMAIN_MSG}', field="metadata.name")
-    ns = obj.metadata.namespace
-    if ns and not is_dns1123_label(ns):
-        raise InputError(f'Invalid value: "{ns}": {_LABEL_MSG}', field="metadata.namespace")
+    validate_metadata(obj)
     if isinstance(obj, Pod):
-        _validate_exit_after(obj.metadata.annotations, "metadata.annotations")
         validate_pod_spec(obj.spec, "spec")
     elif isinstance(obj, Workload):
         _validate_exit_after(obj.spec.template.metadata.annotations, "spec.template.metadata.annotations")
@@ -69,6 +61,21 @@ def validate_object(obj: AnyObject) -> None:
                 raise InputError(
                     f'Invalid value: "{q}": must be greater than or equal to 0', field=f"status.capacity.{resource}"
                 )
+
+
+def validate_metadata(obj: AnyObject) -> None:
+    """:func:`validate_object`'s checks of the object's metadata alone (a pod's spec is
+    checked once per shape: scenario/pod_shapes.py)."""
+    name = obj.metadata.name
+    if not name:
+        raise InputError("name or generateName is required", field="metadata.name")
+    if not is_dns1123_subdomain(name):
+        raise InputError(f'Invalid value: "{name}": {_SUBDOMAIN_MSG}', field="metadata.name")
+    ns = obj.metadata.namespace
+    if ns and not is_dns1123_label(ns):
+        raise InputError(f'Invalid value: "{ns}": {_LABEL_MSG}', field="metadata.namespace")
+    if isinstance(obj, Pod):
+        _validate_exit_after(obj.metadata.annotations, "metadata.annotations")
 
 
 def _validate_exit_after(annotations: Mapping[str, str], path: str) -> None:
