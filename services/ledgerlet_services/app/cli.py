@@ -6,8 +6,15 @@ import os
 import signal
 import sys
 
-if __name__ == "__main__":  # Ctrl-C while the modules below load (seconds on a busy machine)
-    signal.signal(signal.SIGINT, lambda *_: (sys.stderr.write("stopped: interrupted\n"), os._exit(130)))
+if __name__ == "__main__":  # Ctrl-C or SIGTERM while the modules below load (seconds on a busy machine)
+
+    def _stopped_loading(signum: int, frame: object) -> None:
+        name = signal.Signals(signum).name
+        sys.stderr.write(f"stopped: interrupted by {name} while starting; nothing was run\n")
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGINT, _stopped_loading)
+    signal.signal(signal.SIGTERM, _stopped_loading)
 
 import argparse
 import asyncio
@@ -20,6 +27,7 @@ import platform
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Final
 
 from rich.console import Console
 
@@ -273,6 +281,10 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
 STORE_CLOSE_TIMEOUT = 10.0
 
 
+#: the signals that stop a command cleanly (128 + the signal's number)
+STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
+
+
 class _Stopping:
     """The signals received while a run was under way (the first one stops it)."""
 
@@ -290,21 +302,28 @@ def stopped_by_signals(*, cancel: bool = True) -> Iterator[_Stopping]:
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     stopping = _Stopping()
+    # (the loop's removal of a handler leaves the signal's default, which for SIGTERM
+    # kills the process: the command's own handlers are put back instead)
+    before = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+
+    def restore() -> None:
+        for s in STOP_SIGNALS:
+            loop.remove_signal_handler(s)
+            if before[s] is not None:
+                signal.signal(s, before[s])
 
     def stop(sig: signal.Signals) -> None:
         stopping.signals.append(sig)
-        for s in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(s)
+        restore()
         if task is not None and cancel:
             task.cancel()
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, stop, sig)
     try:
         yield stopping
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
+        restore()
         if stopping.signals and task is not None and cancel:
             task.uncancel()
 
@@ -496,23 +515,34 @@ def _contracts(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM outside a run's own handling: the command stops where it is."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
 def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+    raise Interrupted(signum)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    # Ctrl-C raises at once, wherever it lands. (asyncio.run's own handler would only ask
-    # the main task to cancel, which a long synchronous step, reading a large scenario,
-    # does not see until its next await: the store's opening, half done, then hangs the
-    # process on the database driver's thread.) The run installs its own handlers.
+    # Ctrl-C and SIGTERM raise at once, wherever they land. (asyncio.run's own handler would
+    # only ask the main task to cancel, which a long synchronous step, reading a large
+    # scenario, does not see until its next await: the store's opening, half done, then
+    # hangs the process on the database driver's thread; and SIGTERM's default kills the
+    # process without a word.) The run installs its own handlers.
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, _interrupt)
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, _interrupt)
     try:
         return _dispatch(args)
-    except KeyboardInterrupt:  # Ctrl-C outside a run's own handling (reading a file, a second Ctrl-C)
-        warning("interrupted", label="stopped")
-        return 128 + int(signal.SIGINT)
+    except KeyboardInterrupt as exc:  # outside a run's own handling (reading a file, a second Ctrl-C)
+        signum = exc.signum if isinstance(exc, Interrupted) else int(signal.SIGINT)
+        warning(f"interrupted by {signal.Signals(signum).name}", label="stopped")
+        return 128 + signum
 
 
 def _health(args: argparse.Namespace) -> int:
