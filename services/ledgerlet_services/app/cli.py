@@ -43,6 +43,7 @@ from ledgerlet_core.scenario.load import API_VERSION as SCENARIO_API_VERSION
 from ledgerlet_core.scenario.load import Scenario, load_scenario
 from ledgerlet_services.app.cli_postmortem import COMMANDS as POSTMORTEM_COMMANDS
 from ledgerlet_services.app.cli_postmortem import add_parsers as add_postmortem_parsers
+from ledgerlet_services.app.cli_postmortem import address_error, open_failure
 from ledgerlet_services.app.cli_postmortem import dispatch as dispatch_postmortem
 from ledgerlet_services.app.messages import error, warning
 from ledgerlet_services.app.report_console import rate, summary_tables, virtual_time_progress
@@ -219,6 +220,8 @@ def load_or_report(path: Path, console: Console) -> Scenario | None:
 
 
 async def _run(args: argparse.Namespace, console: Console) -> int:
+    if address_error(args.store, existing=False):
+        return EXIT_BAD_INPUT
     scenario = _ordered(args, load_or_report(args.scenario, console))
     if scenario is None:
         return EXIT_BAD_INPUT
@@ -233,7 +236,7 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         try:
             store = await EventStore.open(args.store)
         except Exception as exc:  # a store we cannot open or migrate
-            error(f"cannot open store {args.store}: {exc}")
+            error(open_failure(args.store, exc))
             telemetry.shutdown()
             return EXIT_FAILED
     if opening.signals:
@@ -363,6 +366,8 @@ async def _drive(args: argparse.Namespace, console: Console) -> int:
     if not args.bus or not args.store:
         error("drive needs --bus and --store (or LEDGERLET_BUS, LEDGERLET_STORE)")
         return EXIT_BAD_INPUT
+    if address_error(args.store, existing=False):
+        return EXIT_BAD_INPUT
     for w in scenario.warnings:
         warning(f"{scenario.source}: {w}")
     try:
@@ -399,6 +404,8 @@ def _service(args: argparse.Namespace) -> int:
         return _audit_service(args)
     if not args.bus:
         error("service needs --bus (or LEDGERLET_BUS)")
+        return EXIT_BAD_INPUT
+    if args.store and address_error(args.store, existing=False):
         return EXIT_BAD_INPUT
     try:
         member = _member(args)
@@ -451,6 +458,8 @@ def _audit_service(args: argparse.Namespace) -> int:
 
     if not args.store:
         error("audit-api needs --store (or LEDGERLET_STORE)")
+        return EXIT_BAD_INPUT
+    if address_error(args.store, existing=True):
         return EXIT_BAD_INPUT
     app = create_app(
         args.store,

@@ -17,7 +17,8 @@ from rich.markup import escape
 from ledgerlet_core.model.errors import InputError
 from ledgerlet_services.app import messages
 from ledgerlet_services.app.messages import error
-from ledgerlet_store.dsn import DEFAULT_DSN, sqlite_path
+from ledgerlet_store.dsn import DEFAULT_DSN, BadAddress, check_address, describe
+from ledgerlet_store.read_only import read_only_url
 from ledgerlet_store.store import EventStore
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
@@ -187,6 +188,8 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
 
     from ledgerlet_services.audit.http_api import create_app
 
+    if address_error(args.store, existing=True):
+        return EXIT_BAD_INPUT
     token = os.environ.get("LEDGERLET_API_TOKEN") or None
     if args.token_file is not None:
         token = args.token_file.read_text(encoding="utf-8").strip() or None
@@ -256,23 +259,39 @@ async def _warn_if_incomplete(store: EventStore, run: str) -> None:
         _warn(incomplete_warning(await run_state(store, run)))
 
 
-def _missing_file(dsn: str) -> str | None:
-    """The SQLite file ``dsn`` names, when there is none."""
-    path = sqlite_path(dsn)
-    return path if path is not None and not Path(path).is_file() else None
+def address_error(dsn: str, *, existing: bool) -> bool:
+    """Say what is wrong with a store address (True), before anything is read or run."""
+    try:
+        check_address(dsn, existing=existing)
+    except BadAddress as exc:
+        error(str(exc))
+        return True
+    return False
+
+
+def store_reason(exc: BaseException) -> str:
+    """What a store's failure comes to, in a line: the database's own words (SQLAlchemy
+    wraps them in a paragraph with a link), and why, when the file cannot be written."""
+    orig = getattr(exc, "orig", None)
+    text = str(orig if orig is not None else exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def open_failure(dsn: str, exc: BaseException) -> str:
+    """The message for a store that would not open."""
+    unwritable = " (it cannot be written: a read-only file or filesystem)" if read_only_url(dsn) else ""
+    return f"cannot open store {describe(dsn)}: {store_reason(exc)}{unwritable}"
 
 
 async def _open(args: argparse.Namespace, console: Console) -> EventStore | None:
     """The store a read command reads: never created here (a mistyped path would
     otherwise become an empty store that has no runs)."""
-    try:
-        missing = _missing_file(args.store)
-        if missing is not None:
-            error(f"no store at {missing} (read commands never create one)")
-            return None
-        return await EventStore.open(args.store)
+    if address_error(args.store, existing=True):
+        return None
+    try:  # (only a what-if saved as a run writes)
+        return await EventStore.open(args.store, reading=not getattr(args, "save_as", None))
     except Exception as exc:  # a store we cannot open or migrate
-        error(f"cannot open store {args.store}: {exc}")
+        error(open_failure(args.store, exc))
         return None
 
 

@@ -94,7 +94,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = store is None
-        app.state.store = store or await EventStore.open(store_dsn)
+        app.state.store = store or await EventStore.open(store_dsn, reading=True)
         app.state.audit = Audit(app.state.store)
         beat = asyncio.create_task(_beat(app.state.store, heartbeat)) if heartbeat is not None else None
         try:
