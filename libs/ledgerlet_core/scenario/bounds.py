@@ -28,12 +28,10 @@ ALIAS_BUDGET: Final = 100_000
 _DEEP_LINE: Final = re.compile(r"^(?:[ \t]|[-?:][ \t]){" + str(MAX_BLOCK_INDENT) + ",}", re.MULTILINE)
 
 
-def check_size(size: int, source: str) -> None:
-    """Refuse a file larger than :data:`MAX_SCENARIO_BYTES` (asked before it is read)."""
-    if size > MAX_SCENARIO_BYTES:
-        raise InputError(
-            f"file is {size:,} bytes; scenarios of at most {MAX_SCENARIO_BYTES:,} bytes are read", file=source
-        )
+def check_size(size: int, source: str, limit: int = MAX_SCENARIO_BYTES) -> None:
+    """Refuse a file larger than ``limit`` (asked before it is read)."""
+    if size > limit:
+        raise InputError(f"file is {size:,} bytes; scenarios of at most {limit:,} bytes are read", file=source)
 
 
 def decode_text(data: bytes, source: str) -> str:

@@ -38,14 +38,16 @@ from ledgerlet_core.contracts.order import ORDER_BY_NODE
 from ledgerlet_core.loop.membership import Membership, group_of
 from ledgerlet_core.model.duration import SECOND
 from ledgerlet_core.model.errors import InputError
-from ledgerlet_core.scenario.bounds import check_size, decode_text
+from ledgerlet_core.scenario.bounds import decode_text
 from ledgerlet_core.scenario.load import API_VERSION as SCENARIO_API_VERSION
 from ledgerlet_core.scenario.load import Scenario, load_scenario
 from ledgerlet_services.app.cli_postmortem import COMMANDS as POSTMORTEM_COMMANDS
 from ledgerlet_services.app.cli_postmortem import add_parsers as add_postmortem_parsers
 from ledgerlet_services.app.cli_postmortem import address_error, open_failure
 from ledgerlet_services.app.cli_postmortem import dispatch as dispatch_postmortem
+from ledgerlet_services.app.inputs import read_bounded
 from ledgerlet_services.app.messages import error, warning
+from ledgerlet_services.app.outputs import Output, OutputFailed, OutputRefused, check_output, store_files, write_output
 from ledgerlet_services.app.report_console import rate, summary_tables, virtual_time_progress
 from ledgerlet_services.runtime.catalog import AUDIT_API, control_loop, parse_members, service_names
 from ledgerlet_services.runtime.distributed import DEFAULT_PARTITIONS, SnapshotEvery, UnknownService, drive, serve
@@ -208,8 +210,7 @@ def _bus_and_store(p: argparse.ArgumentParser) -> None:
 
 def load_or_report(path: Path, console: Console) -> Scenario | None:
     try:
-        check_size(path.stat().st_size, str(path))  # before reading it all in
-        data = path.read_bytes()
+        data = read_bounded(path, str(path))  # (a device or a FIFO too: up to the limit)
         return load_scenario(decode_text(data, str(path)), str(path))
     except OSError as exc:
         error(f"{path}: {exc.strerror or exc}")
@@ -224,6 +225,9 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         return EXIT_BAD_INPUT
     scenario = _ordered(args, load_or_report(args.scenario, console))
     if scenario is None:
+        return EXIT_BAD_INPUT
+    decisions = _decisions_output(args)
+    if decisions is None:
         return EXIT_BAD_INPUT
     for w in scenario.warnings:
         warning(f"{scenario.source}: {w}")
@@ -275,8 +279,7 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         telemetry.shutdown()
         with contextlib.suppress(Exception, asyncio.CancelledError):
             await asyncio.wait_for(store.close(), STORE_CLOSE_TIMEOUT)
-    _report(args, console, scenario, result, store.describe())
-    return EXIT_OK
+    return _report(args, console, scenario, result, store.describe(), decisions)
 
 
 #: how long closing the store may take once a run has stopped (a store cut off mid-write
@@ -344,10 +347,33 @@ async def _interrupted(sig: signal.Signals, store: EventStore, run: str, t: int,
     return 128 + int(sig)
 
 
-def _report(args: argparse.Namespace, console: Console, scenario: Scenario, result: RunResult, where: str) -> None:
-    """Write the decision log; print what was decided."""
+def _decisions_output(args: argparse.Namespace) -> Output | None:
+    """``--decisions``, checked before anything runs: never a device, a FIFO, a
+    directory, the store's own file or the scenario (:mod:`outputs`)."""
+    reads = [("the scenario", args.scenario), *(("the store's own file", f) for f in store_files(args.store))]
+    try:
+        return check_output(args.decisions, "--decisions", reads=reads)
+    except OutputRefused as exc:
+        error(str(exc))
+        return None
+
+
+def _report(
+    args: argparse.Namespace, console: Console, scenario: Scenario, result: RunResult, where: str, out: Output
+) -> int:
+    """Write the decision log; print what was decided. A log that cannot be written
+    (a full disk) fails the command, and says that the run itself is stored and how
+    to write its log (the same scenario again under its run id: what is stored is kept)."""
     records = to_records([d.envelope for d in result.decisions], scenario.start)
-    _write_atomically(args.decisions, encode_records(records))
+    try:
+        write_output(out, encode_records(records))
+    except OutputFailed as exc:
+        error(
+            f"run {result.run} is stored in {where} ({len(records)} decisions), but its decision log was not "
+            f"written: {exc}. Run the same scenario with --run-id {result.run} and another --decisions path "
+            "to write it from the store.",
+        )
+        return EXIT_FAILED
     if not args.quiet:
         for table in summary_tables(result.decisions):
             console.print(table)
@@ -357,6 +383,7 @@ def _report(args: argparse.Namespace, console: Console, scenario: Scenario, resu
             f"{result.wall_seconds:.2f}s wall ({rate(result.driver.virtual_time, result.wall_seconds)})",
             highlight=False,
         )
+    return EXIT_OK
 
 
 async def _drive(args: argparse.Namespace, console: Console) -> int:
@@ -367,6 +394,9 @@ async def _drive(args: argparse.Namespace, console: Console) -> int:
         error("drive needs --bus and --store (or LEDGERLET_BUS, LEDGERLET_STORE)")
         return EXIT_BAD_INPUT
     if address_error(args.store, existing=False):
+        return EXIT_BAD_INPUT
+    decisions = _decisions_output(args)
+    if decisions is None:
         return EXIT_BAD_INPUT
     for w in scenario.warnings:
         warning(f"{scenario.source}: {w}")
@@ -395,8 +425,7 @@ async def _drive(args: argparse.Namespace, console: Console) -> int:
         return EXIT_FAILED
     finally:
         telemetry.shutdown()
-    _report(args, console, scenario, result, describe(args.store))
-    return EXIT_OK
+    return _report(args, console, scenario, result, describe(args.store), decisions)
 
 
 def _service(args: argparse.Namespace) -> int:
@@ -503,13 +532,6 @@ def _server_class() -> type:
             self.should_exit = True
 
     return QuietServer
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
 
 
 def _contracts(args: argparse.Namespace, console: Console) -> int:

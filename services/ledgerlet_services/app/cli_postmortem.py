@@ -16,7 +16,9 @@ from rich.markup import escape
 
 from ledgerlet_core.model.errors import InputError
 from ledgerlet_services.app import messages
+from ledgerlet_services.app.inputs import read_bounded
 from ledgerlet_services.app.messages import error
+from ledgerlet_services.app.outputs import Output, OutputFailed, OutputRefused, check_output, store_files, write_output
 from ledgerlet_store.dsn import DEFAULT_DSN, BadAddress, check_address, describe
 from ledgerlet_store.read_only import read_only_url
 from ledgerlet_store.store import EventStore
@@ -192,7 +194,11 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
         return EXIT_BAD_INPUT
     token = os.environ.get("LEDGERLET_API_TOKEN") or None
     if args.token_file is not None:
-        token = args.token_file.read_text(encoding="utf-8").strip() or None
+        try:  # (a token is a line: a megabyte is plenty, /dev/zero is not read for ever)
+            token = read_bounded(args.token_file, str(args.token_file), 1 << 20).decode().strip() or None
+        except (OSError, InputError, UnicodeDecodeError) as exc:
+            error(f"--token-file {args.token_file}: {getattr(exc, 'strerror', None) or exc}")
+            return EXIT_BAD_INPUT
     tls = tls_files(args.tls_cert_file, args.tls_private_key_file)
     if isinstance(tls, str):
         error(tls)
@@ -257,6 +263,15 @@ async def _warn_if_incomplete(store: EventStore, run: str) -> None:
 
     with contextlib.suppress(NoSuchRun):
         _warn(incomplete_warning(await run_state(store, run)))
+
+
+def _output(path: Path, option: str, dsn: str) -> Output | bool:
+    """An output path checked before the store is read (False: refused, said why)."""
+    try:
+        return check_output(path, option, reads=[("the store's own file", f) for f in store_files(dsn)])
+    except OutputRefused as exc:
+        error(str(exc))
+        return False
 
 
 def address_error(dsn: str, *, existing: bool) -> bool:
@@ -346,6 +361,9 @@ async def _replay(args: argparse.Namespace, console: Console) -> int:
     from ledgerlet_core.model.timefmt import parse_rfc3339
     from ledgerlet_services.app.replay import NoSuchRun, incomplete_warning, replay_run, run_state
 
+    out = _output(args.decisions, "--decisions", args.store) if args.decisions is not None else None
+    if out is False:
+        return EXIT_BAD_INPUT
     store = await _open(args, console)
     if store is None:
         return EXIT_BAD_INPUT
@@ -364,11 +382,14 @@ async def _replay(args: argparse.Namespace, console: Console) -> int:
     finally:
         await store.close()
     recorded = replay.recorded
-    if args.decisions is not None:
+    if isinstance(out, Output):
         decisions = [e for e in replay.derived.values() if e.kind == DECISION]
         data = encode_records(to_records(decisions, parse_rfc3339(recorded.started.start)))
-        args.decisions.parent.mkdir(parents=True, exist_ok=True)
-        args.decisions.write_bytes(data)
+        try:
+            write_output(out, data)
+        except OutputFailed as exc:
+            error(f"the re-derived decision log was not written: {exc}")
+            return EXIT_MISMATCH
     took = f"{recorded.read_seconds + replay.derive_seconds:.2f}s ({replay.events_per_second:,.0f} events/s)"
     if not args.quick:
         console.print(
@@ -411,8 +432,8 @@ async def _whatif(args: argparse.Namespace, console: Console) -> int:
     file_config: dict[str, Any] | None = None
     if args.config is not None:
         try:
-            file_config = yaml.safe_load(args.config.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
+            file_config = yaml.safe_load(read_bounded(args.config, str(args.config)).decode()) or {}
+        except (OSError, yaml.YAMLError, InputError, UnicodeDecodeError) as exc:
             error(f"{args.config}: {exc}")
             return EXIT_BAD_INPUT
         if not isinstance(file_config, dict):
@@ -572,16 +593,25 @@ async def _report(args: argparse.Namespace, console: Console) -> int:
     from ledgerlet_services.audit.queries import NotFound
     from ledgerlet_services.audit.report import write_report
 
+    out = _output(args.out, "--out", args.store)
+    if out is False:
+        return EXIT_BAD_INPUT
+    assert isinstance(out, Output)
     store = await _open(args, console)
     if store is None:
         return EXIT_BAD_INPUT
     try:
-        summary = await write_report(store, args.run, args.out, compare=args.compare)
+        summary = await write_report(
+            store, args.run, args.out, compare=args.compare, write=lambda data: write_output(out, data)
+        )
         if args.run not in (None, "", "latest"):
             await _warn_if_incomplete(store, args.run)
     except NotFound as exc:
         error(str(exc))
         return EXIT_BAD_INPUT
+    except OutputFailed as exc:
+        error(f"the report was not written: {exc}")
+        return EXIT_MISMATCH
     finally:
         await store.close()
     console.print(summary, highlight=False)
@@ -626,7 +656,9 @@ def _collect(args: argparse.Namespace, console: Console) -> int:
 def _import(args: argparse.Namespace, console: Console) -> int:
     from ledgerlet_services.app.recording_import import import_files
 
+    given = [*args.inputs, *args.objects, *args.stats, *([args.kubelet_config] if args.kubelet_config else [])]
     try:
+        out = check_output(args.out, "--out", reads=[("a recording read", Path(p)) for p in given if p != "-"])
         summary = import_files(
             inputs=args.inputs,
             objects=args.objects,
@@ -634,9 +666,13 @@ def _import(args: argparse.Namespace, console: Console) -> int:
             kubelet_config=args.kubelet_config,
             name=args.name,
             out=args.out,
+            write=lambda data: write_output(out, data),
         )
-    except InputError as exc:
+    except (InputError, OutputRefused) as exc:
         error(str(exc))
         return EXIT_BAD_INPUT
+    except OutputFailed as exc:
+        error(f"the scenario was not written: {exc}")
+        return EXIT_MISMATCH
     console.print(escape(summary), highlight=False)
     return EXIT_OK

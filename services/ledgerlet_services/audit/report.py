@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -219,16 +220,16 @@ def _why(kind: str, d: dict[str, Any]) -> str:
     return str(d.get("reason", ""))
 
 
-async def write_report(store: EventStore, run: str | None, out: Path, *, compare: str | None = None) -> str:
+async def write_report(
+    store: EventStore, run: str | None, out: Path, *, write: Callable[[bytes], None], compare: str | None = None
+) -> str:
+    """Render a run's report and hand it to ``write`` (the command line's safe writer,
+    for the path ``out``); what was written, in a line."""
     report = await collect(store, run)
     if compare is not None:
         other = await collect(store, compare)
         report.compared = Compared(run=other.run, source=other.source, verdicts=other.verdicts)
-    text = render_report(report)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(out)
+    write(render_report(report).encode())
     plots = sum(len(s.series) for s in report.nodes)
     return (
         f"{out}: run {report.run}, {sum(report.counts.values())} decisions, {len(report.evictions)} evictions, "
