@@ -43,7 +43,7 @@ from ledgerlet_core.scenario.load import API_VERSION as SCENARIO_API_VERSION
 from ledgerlet_core.scenario.load import Scenario, load_scenario
 from ledgerlet_services.app.cli_postmortem import COMMANDS as POSTMORTEM_COMMANDS
 from ledgerlet_services.app.cli_postmortem import add_parsers as add_postmortem_parsers
-from ledgerlet_services.app.cli_postmortem import address_error, open_failure
+from ledgerlet_services.app.cli_postmortem import address_error, open_failure, store_reason
 from ledgerlet_services.app.cli_postmortem import dispatch as dispatch_postmortem
 from ledgerlet_services.app.inputs import read_bounded
 from ledgerlet_services.app.messages import error, warning
@@ -53,9 +53,11 @@ from ledgerlet_services.runtime.catalog import AUDIT_API, control_loop, parse_me
 from ledgerlet_services.runtime.distributed import DEFAULT_PARTITIONS, SnapshotEvery, UnknownService, drive, serve
 from ledgerlet_services.runtime.embedded import RunResult, ServiceFailed, new_run_id, record_outcome, run_embedded
 from ledgerlet_services.runtime.health import DEFAULT_MAX_AGE, Heartbeat, health_file, is_healthy
+from ledgerlet_services.runtime.run_binding import RunMismatch, check_run_binding
 from ledgerlet_services.runtime.snapshots import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS
 from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_store.dsn import DEFAULT_DSN, describe
+from ledgerlet_store.run_ids import BadRunId, check_run_id
 from ledgerlet_store.store import EventStore
 
 EXIT_OK = 0
@@ -220,8 +222,20 @@ def load_or_report(path: Path, console: Console) -> Scenario | None:
         return None
 
 
+def _run_id_error(run: str | None, option: str = "--run-id") -> bool:
+    """Say what is wrong with a run id the user gave (True), before anything runs."""
+    if run is None:
+        return False
+    try:
+        check_run_id(run, option)
+    except BadRunId as exc:
+        error(str(exc))
+        return True
+    return False
+
+
 async def _run(args: argparse.Namespace, console: Console) -> int:
-    if address_error(args.store, existing=False):
+    if address_error(args.store, existing=False) or _run_id_error(args.run_id):
         return EXIT_BAD_INPUT
     scenario = _ordered(args, load_or_report(args.scenario, console))
     if scenario is None:
@@ -252,6 +266,12 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         )
         return 128 + int(opening.signals[0])
     run_id = args.run_id or new_run_id()
+    refused = await _bound_to_its_run(args, store, run_id, scenario) if args.run_id else None
+    if refused is not None:
+        telemetry.shutdown()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(store.close(), STORE_CLOSE_TIMEOUT)
+        return refused
     try:
         with (
             stopped_by_signals() as stopping,
@@ -280,6 +300,27 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         with contextlib.suppress(Exception, asyncio.CancelledError):
             await asyncio.wait_for(store.close(), STORE_CLOSE_TIMEOUT)
     return _report(args, console, scenario, result, store.describe(), decisions)
+
+
+async def _bound_to_its_run(args: argparse.Namespace, store: EventStore, run: str, scenario: Scenario) -> int | None:
+    """The exit code if ``--run-id`` names a stored run of another scenario or options
+    (:mod:`~ledgerlet_services.runtime.run_binding`), or if that cannot be read."""
+    full = args.store_observations == "full"
+    with stopped_by_signals() as stopping:
+        try:
+            await check_run_binding(store, run, scenario, full_observations=full)
+            return None
+        except RunMismatch as exc:
+            error(str(exc))
+            return EXIT_BAD_INPUT
+        except asyncio.CancelledError:
+            if not stopping.signals:
+                raise
+        except Exception as exc:  # the store would not answer
+            error(f"cannot read run {run} in {store.describe()}: {store_reason(exc)}")
+            return EXIT_FAILED
+    warning(f"interrupted by {stopping.signals[0].name} before the run began; nothing was stored", label="stopped")
+    return 128 + int(stopping.signals[0])
 
 
 #: how long closing the store may take once a run has stopped (a store cut off mid-write
@@ -393,7 +434,7 @@ async def _drive(args: argparse.Namespace, console: Console) -> int:
     if not args.bus or not args.store:
         error("drive needs --bus and --store (or LEDGERLET_BUS, LEDGERLET_STORE)")
         return EXIT_BAD_INPUT
-    if address_error(args.store, existing=False):
+    if address_error(args.store, existing=False) or _run_id_error(args.run_id):
         return EXIT_BAD_INPUT
     decisions = _decisions_output(args)
     if decisions is None:
@@ -423,6 +464,9 @@ async def _drive(args: argparse.Namespace, console: Console) -> int:
         running = " (is every member of a split service running, as --members says?)" if members else ""
         error(f"{exc}{running}")
         return EXIT_FAILED
+    except RunMismatch as exc:
+        error(str(exc))
+        return EXIT_BAD_INPUT
     finally:
         telemetry.shutdown()
     return _report(args, console, scenario, result, describe(args.store), decisions)

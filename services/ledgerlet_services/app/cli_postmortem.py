@@ -442,6 +442,14 @@ async def _whatif(args: argparse.Namespace, console: Console) -> int:
     if not args.assignments and file_config is None:
         error("whatif needs --set FIELD=VALUE or --config FILE")
         return EXIT_BAD_INPUT
+    if args.save_as is not None:
+        from ledgerlet_store.run_ids import BadRunId, check_run_id
+
+        try:
+            check_run_id(args.save_as, "--save-as")
+        except BadRunId as exc:
+            error(str(exc))
+            return EXIT_BAD_INPUT
     store = await _open(args, console)
     if store is None:
         return EXIT_BAD_INPUT

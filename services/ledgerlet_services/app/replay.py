@@ -37,6 +37,7 @@ from ledgerlet_core.postmortem.compare import (
 from ledgerlet_core.postmortem.overrides import apply_overrides
 from ledgerlet_core.scheduling.config import SchedulerConfig, config_errors
 from ledgerlet_services.runtime.embedded import ServiceFailed, record_outcome, run_feed
+from ledgerlet_services.runtime.run_binding import observations_stored_whole
 from ledgerlet_store.store import EventStore, RunState, UnknownRun, pick_run
 
 
@@ -100,16 +101,7 @@ async def read_recorded(store: EventStore, run: str, *, batch: int = 20_000) -> 
     if started is None:
         raise NoSuchRun(f"run {run!r} has no ScenarioStarted event: nothing to replay from")
     inputs.sort(key=Envelope.sort_key)
-    full = False
-    looked = 0
-    async for stored in store.iter_run(run, batch=1000, kinds=(INTERNAL,)):  # the first derived observation says
-        data = bytes(stored.envelope.data)
-        if stored.envelope.type == "NodeObserved" and b'"source":"usage"' in data:
-            full = b'"podsOmitted"' not in data
-            break
-        looked += 1
-        if looked >= 5000:  # (the first pass of a closed-loop node comes at once: there are none)
-            break
+    full = bool(await observations_stored_whole(store, run))  # (the first derived observation says)
     return RecordedRun(run, decode_data(started), inputs, time.perf_counter() - began, full)
 
 
