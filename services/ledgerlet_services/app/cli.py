@@ -23,6 +23,7 @@ import dataclasses
 import gc
 import importlib.metadata
 import logging
+import math
 import platform
 import threading
 from collections.abc import Iterator, Sequence
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Final
 
 from rich.console import Console
+from sqlalchemy.exc import SQLAlchemyError
 
 from ledgerlet_bus.api import BusTimeout
 from ledgerlet_core.contracts.decision_log import encode_records, to_records
@@ -53,12 +55,13 @@ from ledgerlet_services.runtime.catalog import AUDIT_API, control_loop, parse_me
 from ledgerlet_services.runtime.distributed import DEFAULT_PARTITIONS, SnapshotEvery, UnknownService, drive, serve
 from ledgerlet_services.runtime.embedded import RunResult, ServiceFailed, new_run_id, record_outcome, run_embedded
 from ledgerlet_services.runtime.health import DEFAULT_MAX_AGE, Heartbeat, health_file, is_healthy
+from ledgerlet_services.runtime.recorder import StoreUnwritable
 from ledgerlet_services.runtime.run_binding import RunMismatch, check_run_binding
 from ledgerlet_services.runtime.snapshots import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS
 from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_store.dsn import DEFAULT_DSN, describe
 from ledgerlet_store.run_ids import BadRunId, check_run_id
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.store import EventStore, StoreError
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -72,6 +75,22 @@ def version_text() -> str:
     except importlib.metadata.PackageNotFoundError:  # (run from a source tree)
         package = "unknown"
     return f"ledgerlet {package} (scenarios {SCENARIO_API_VERSION}; Python {platform.python_version()})"
+
+
+#: seconds ``ledgerlet run`` waits for a store that refuses every write (``--store-wait``):
+#: a database restart is ridden out, a store that stays away ends the run
+DEFAULT_STORE_WAIT: Final = 60.0
+
+
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (an argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
 
 
 def _order_by_node(cmd: argparse.ArgumentParser) -> None:
@@ -104,6 +123,15 @@ def _parser() -> argparse.ArgumentParser:
         help=f"event store DSN (default {DEFAULT_DSN}; postgresql://... for PostgreSQL)",
     )
     run.add_argument("--run-id", help="use this run id (ids in the log are derived from it)")
+    run.add_argument(
+        "--store-wait",
+        type=_seconds,
+        default=os.environ.get("LEDGERLET_STORE_WAIT", str(DEFAULT_STORE_WAIT)),  # (converted by type=)
+        metavar="SECONDS",
+        help="how long the store may refuse every write (a database restarting, a full disk) before the run "
+        f"stops with exit 1 (env LEDGERLET_STORE_WAIT; default {DEFAULT_STORE_WAIT:g}); a write under way is "
+        "let finish",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress bar or summary")
     _order_by_node(run)
     run.add_argument(
@@ -286,6 +314,7 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
                     progress=cb,
                     full_observations=args.store_observations == "full",
                     telemetry=telemetry,
+                    store_wait=args.store_wait,
                 )
             except asyncio.CancelledError:
                 if not stopping.signals:
@@ -293,13 +322,40 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         if result is None:
             return await _interrupted(stopping.signals[0], store, run_id, scenario.duration, console)
     except ServiceFailed as exc:
-        error(str(exc))
+        error(_failure(exc, store.describe(), run_id, args.store_wait))
+        return EXIT_FAILED
+    except STORE_ERRORS as exc:  # (storing how the run ended, or reading its decisions back)
+        error(
+            f"{store.describe()} failed at the end of run {run_id}: {store_reason(exc)}; the run is incomplete. "
+            f"Run the same scenario with --run-id {run_id} to complete it."
+        )
         return EXIT_FAILED
     finally:
         telemetry.shutdown()
         with contextlib.suppress(Exception, asyncio.CancelledError):
             await asyncio.wait_for(store.close(), STORE_CLOSE_TIMEOUT)
     return _report(args, console, scenario, result, store.describe(), decisions)
+
+
+#: what a store that fails raises
+STORE_ERRORS: Final = (SQLAlchemyError, StoreError, OSError)
+
+
+def _failure(exc: ServiceFailed, where: str, run: str, wait: float) -> str:
+    """Why the run stopped; for a store that took nothing for ``--store-wait``, whether
+    the run is stored as failed and how to complete it."""
+    cause = exc.__cause__
+    if not isinstance(cause, StoreUnwritable):
+        return str(exc)
+    stored = (
+        "it is stored as failed"
+        if exc.outcome_stored
+        else "it could not be stored as failed either (the store shows it running, then abandoned)"
+    )
+    return (
+        f"{where} could not be written: {cause} (--store-wait {wait:g}); run {run} stopped and {stored}. "
+        f"Run the same scenario with --run-id {run} once the store takes writes again to complete it."
+    )
 
 
 async def _bound_to_its_run(args: argparse.Namespace, store: EventStore, run: str, scenario: Scenario) -> int | None:

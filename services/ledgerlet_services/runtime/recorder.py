@@ -36,6 +36,10 @@ STOP_GRACE = 30.0
 _STORE_AWAY = (SQLAlchemyError, StoreError, OSError, asyncio.TimeoutError)
 
 
+class StoreUnwritable(RuntimeError):
+    """The store took no batch for the recorder's whole ``store_wait``."""
+
+
 class EventSink(Protocol):
     """Where the recorder puts what it consumes: the event store, or a list (replay)."""
 
@@ -55,8 +59,12 @@ class RecorderRunner:
         full_observations: bool = False,
         telemetry: Telemetry | None = None,
         envelopes: SharedEnvelopes | None = None,
+        store_wait: float | None = None,
     ) -> None:
-        """``envelopes``: decoding shared with the loops of an embedded run."""
+        """``envelopes``: decoding shared with the loops of an embedded run.
+        ``store_wait``: seconds of failed appends after which the recorder gives up
+        (:class:`StoreUnwritable`); None, as a service does, waits for ever."""
+        self.store_wait = store_wait
         self._decode: Callable[[bytes, str], Envelope] = (
             envelopes.decode if envelopes is not None else lambda value, _: decode_envelope(value)
         )
@@ -112,9 +120,16 @@ class RecorderRunner:
                 lambda: self.store.append_batch(envelopes),
                 retry_on=_STORE_AWAY,
                 stop=self._stop,
+                deadline=self.store_wait,
             )
         except Stopped:
             return None
+        except _STORE_AWAY as exc:  # (only past the deadline: before it, with_backoff retries)
+            orig = getattr(exc, "orig", None)
+            reason = str(orig if orig is not None else exc).strip().splitlines()
+            raise StoreUnwritable(
+                f"the store took nothing for {self.store_wait:g} s: {reason[0] if reason else type(exc).__name__}"
+            ) from exc
 
     async def stopped(self, task: asyncio.Task[None]) -> None:
         """Stop, and wait for the write under way to finish (cancelled after ``STOP_GRACE``)."""
