@@ -46,6 +46,7 @@ from ledgerlet_core.model.timefmt import EPOCH, parse_rfc3339
 from ledgerlet_core.model.usage import LAYOUTS, NodeUsage, PodUsage, parse_node_usage, parse_pod_usage
 from ledgerlet_core.scenario.documents import read_document
 from ledgerlet_core.scenario.json_scenario import plain, read_json_scenario
+from ledgerlet_core.scenario.usage_targets import check_usage_targets
 from ledgerlet_core.scheduling.config import SCHEDULER_FIELDS, SCHEDULER_GATES, SchedulerConfig, config_errors
 
 API_VERSION: Final = "ledgerlet/v1"
@@ -252,7 +253,7 @@ def _load(text: str, source: str) -> Scenario:
     controller = convert(controller_raw, ControllerConfig, obj="spec.controllerConfig")
     _duration(controller.node_monitor_grace_period, obj="spec.controllerConfig", field_name="nodeMonitorGracePeriod")
 
-    objects, obj_warnings = _objects(_section(spec, "objects", list))
+    objects, obj_warnings, declared = _objects(_section(spec, "objects", list))
     warnings += obj_warnings
     raw_events = _section(spec, "events", list)
     events = [_event(i, raw) for i, raw in enumerate(raw_events)]
@@ -292,6 +293,8 @@ def _load(text: str, source: str) -> Scenario:
             if key.count("/") == 2 and key.split("/")[1] not in Workload.KINDS:
                 raise InputError(f"unknown workload kind {key.split('/')[1]!r}", obj="spec", field=where)
 
+    applied = (e.data.object for e in events if isinstance(e.data, ev.ObjectApplied))
+    warnings += check_usage_targets(usage_raw.keys(), declared, applied)
     for e in events:
         if e.at > duration:
             warnings.append(f"events[{e.index}]: at {e.at / 1e9:g}s is after the duration; it will not run")
@@ -331,7 +334,8 @@ def _located(fn: Any) -> Any:
         raise exc.located(obj="spec") from None
 
 
-def _objects(raw_objects: Any) -> tuple[list[AnyObject], list[str]]:
+def _objects(raw_objects: Any) -> tuple[list[AnyObject], list[str], dict[tuple[str, str, str], int]]:
+    """The objects, warnings, and each object's place by ``(kind, namespace, name)``."""
     if not isinstance(raw_objects, list):
         raise InputError("expected a list", obj="spec", field="objects")
     out: list[AnyObject] = []
@@ -359,7 +363,7 @@ def _objects(raw_objects: Any) -> tuple[list[AnyObject], list[str]]:
                 ),
             )
         out.append(obj)
-    return out, warnings
+    return out, warnings, seen
 
 
 #: what a ``delete`` event may remove (every other kind is an input error, never dropped)

@@ -38,9 +38,9 @@ from ledgerlet_core.contracts.decision_log import encode_records, to_records
 from ledgerlet_core.contracts.internal import RUN_FAILED
 from ledgerlet_core.contracts.order import ORDER_BY_NODE
 from ledgerlet_core.loop.membership import Membership, group_of
-from ledgerlet_core.model.duration import SECOND
+from ledgerlet_core.model.duration import SECOND, DurationError, format_duration, parse_duration
 from ledgerlet_core.model.errors import InputError
-from ledgerlet_core.scenario.bounds import decode_text
+from ledgerlet_core.scenario.bounds import MAX_DURATION, check_duration, decode_text
 from ledgerlet_core.scenario.load import API_VERSION as SCENARIO_API_VERSION
 from ledgerlet_core.scenario.load import Scenario, load_scenario
 from ledgerlet_services.app.cli_postmortem import COMMANDS as POSTMORTEM_COMMANDS
@@ -93,6 +93,28 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _duration(text: str) -> int:
+    """A Go duration such as 8760h, in nanoseconds (an argparse type)."""
+    try:
+        value = parse_duration(text)
+    except DurationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive duration, got {text!r}")
+    return value
+
+
+def _max_duration(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument(
+        "--max-duration",
+        type=_duration,
+        default=format_duration(MAX_DURATION),
+        metavar="DURATION",
+        help=f"refuse a scenario longer than this in virtual time (default {format_duration(MAX_DURATION)}, a "
+        "year: a longer run may never end while the store fills up); give a longer one to run it anyway",
+    )
+
+
 def _order_by_node(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument(
         "--order-by-node",
@@ -133,6 +155,7 @@ def _parser() -> argparse.ArgumentParser:
         "let finish",
     )
     run.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    _max_duration(run)
     _order_by_node(run)
     run.add_argument(
         "--store-observations",
@@ -150,6 +173,7 @@ def _parser() -> argparse.ArgumentParser:
     _bus_and_store(drive)
     drive.add_argument("--run-id", help="use this run id (ids in the log are derived from it)")
     drive.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    _max_duration(drive)
     _order_by_node(drive)
     drive.add_argument(
         "--members",
@@ -238,10 +262,14 @@ def _bus_and_store(p: argparse.ArgumentParser) -> None:
     )
 
 
-def load_or_report(path: Path, console: Console) -> Scenario | None:
+def load_or_report(path: Path, console: Console, max_duration: int = MAX_DURATION) -> Scenario | None:
+    """The scenario, or None once the error is said (exit 2): one that loads but whose
+    run is longer than ``max_duration`` is refused too."""
     try:
         data = read_bounded(path, str(path))  # (a device or a FIFO too: up to the limit)
-        return load_scenario(decode_text(data, str(path)), str(path))
+        scenario = load_scenario(decode_text(data, str(path)), str(path))
+        check_duration(scenario.duration, max_duration, str(path))
+        return scenario
     except OSError as exc:
         error(f"{path}: {exc.strerror or exc}")
         return None
@@ -265,7 +293,7 @@ def _run_id_error(run: str | None, option: str = "--run-id") -> bool:
 async def _run(args: argparse.Namespace, console: Console) -> int:
     if address_error(args.store, existing=False) or _run_id_error(args.run_id):
         return EXIT_BAD_INPUT
-    scenario = _ordered(args, load_or_report(args.scenario, console))
+    scenario = _ordered(args, load_or_report(args.scenario, console, args.max_duration))
     if scenario is None:
         return EXIT_BAD_INPUT
     decisions = _decisions_output(args)
@@ -484,7 +512,7 @@ def _report(
 
 
 async def _drive(args: argparse.Namespace, console: Console) -> int:
-    scenario = _ordered(args, load_or_report(args.scenario, console))
+    scenario = _ordered(args, load_or_report(args.scenario, console, args.max_duration))
     if scenario is None:
         return EXIT_BAD_INPUT
     if not args.bus or not args.store:
