@@ -55,7 +55,7 @@ from ledgerlet_services.runtime.catalog import AUDIT_API, control_loop, parse_me
 from ledgerlet_services.runtime.distributed import DEFAULT_PARTITIONS, SnapshotEvery, UnknownService, drive, serve
 from ledgerlet_services.runtime.embedded import RunResult, ServiceFailed, new_run_id, record_outcome, run_embedded
 from ledgerlet_services.runtime.health import DEFAULT_MAX_AGE, Heartbeat, health_file, is_healthy
-from ledgerlet_services.runtime.recorder import StoreUnwritable
+from ledgerlet_services.runtime.recorder import DEFAULT_STORE_WAIT, StoreUnwritable
 from ledgerlet_services.runtime.run_binding import RunMismatch, check_run_binding
 from ledgerlet_services.runtime.snapshots import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS
 from ledgerlet_services.runtime.telemetry import Telemetry
@@ -75,11 +75,6 @@ def version_text() -> str:
     except importlib.metadata.PackageNotFoundError:  # (run from a source tree)
         package = "unknown"
     return f"ledgerlet {package} (scenarios {SCENARIO_API_VERSION}; Python {platform.python_version()})"
-
-
-#: seconds ``ledgerlet run`` waits for a store that refuses every write (``--store-wait``):
-#: a database restart is ridden out, a store that stays away ends the run
-DEFAULT_STORE_WAIT: Final = 60.0
 
 
 def _seconds(text: str) -> float:

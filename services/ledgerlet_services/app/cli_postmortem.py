@@ -286,7 +286,7 @@ def address_error(dsn: str, *, existing: bool) -> bool:
 
 def store_reason(exc: BaseException) -> str:
     """What a store's failure comes to, in a line: the database's own words (SQLAlchemy
-    wraps them in a paragraph with a link), and why, when the file cannot be written."""
+    wraps them in a paragraph with a link)."""
     orig = getattr(exc, "orig", None)
     text = str(orig if orig is not None else exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__

@@ -9,6 +9,8 @@ what they derive instead of storing it.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -37,6 +39,7 @@ from ledgerlet_core.postmortem.compare import (
 from ledgerlet_core.postmortem.overrides import apply_overrides
 from ledgerlet_core.scheduling.config import SchedulerConfig, config_errors
 from ledgerlet_services.runtime.embedded import ServiceFailed, record_outcome, run_feed
+from ledgerlet_services.runtime.recorder import DEFAULT_STORE_WAIT
 from ledgerlet_services.runtime.run_binding import observations_stored_whole
 from ledgerlet_store.store import EventStore, RunState, UnknownRun, pick_run
 
@@ -374,9 +377,11 @@ async def whatif_run(
                 duration=started.duration,
                 progress=progress,
                 full_observations=recorded.full_observations,
+                store_wait=DEFAULT_STORE_WAIT,  # (a store that stays away ends it, as a run)
             )
-        except ServiceFailed as exc:  # stored as failed, as a run's driver stores it
-            await record_outcome(store, save_as, started.duration, RUN_FAILED, str(exc))
+        except ServiceFailed as exc:  # stored as failed, as a run's driver stores it (if the store can)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(record_outcome(store, save_as, started.duration, RUN_FAILED, str(exc)), 10)
             raise
         await record_outcome(store, save_as, started.duration, RUN_COMPLETED)
         alt = [e.envelope for e in await store.read_run(save_as, kind=DECISION)]

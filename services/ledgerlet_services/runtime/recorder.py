@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Final, Protocol
 
 import msgspec
 from sqlalchemy.exc import SQLAlchemyError
@@ -31,6 +31,10 @@ NAME = "event-recorder"
 
 #: how long a stopping recorder waits for the write under way before it gives up on it
 STOP_GRACE = 30.0
+
+#: seconds a run waits for a store that refuses every write before it fails (``ledgerlet
+#: run --store-wait``): a database restart is ridden out, a store that stays away ends it
+DEFAULT_STORE_WAIT: Final = 60.0
 
 #: what a database restart looks like from here
 _STORE_AWAY = (SQLAlchemyError, StoreError, OSError, asyncio.TimeoutError)
