@@ -146,3 +146,38 @@ def test_ctrl_c_before_the_run_begins_ends_without_a_traceback(after: float, tmp
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, out + err
     assert "Traceback" not in err and "stopped" in err
+
+
+def _bulk_scenario(tmp_path: Path, pods: int = 40_000) -> Path:
+    """memory-pressure.yaml with ``pods`` more pods: seconds of reading before the run."""
+    bulk = "".join(
+        f"    - {{apiVersion: v1, kind: Pod, metadata: {{name: p{i}, namespace: bulk}}, "
+        f"spec: {{containers: [{{name: c, image: x}}]}}}}\n"
+        for i in range(pods)
+    )
+    text = (EXAMPLES / "memory-pressure.yaml").read_text()
+    at = text.index("  usage:")
+    big = tmp_path / "big.yaml"
+    big.write_text(text[:at] + bulk + text[at:])
+    return big
+
+
+@pytest.mark.parametrize("after", [0.15, 0.4, 1.5, 3.0, 6.0])
+@pytest.mark.parametrize("entry", ["module", "script"])
+def test_sigterm_at_any_time_ends_with_143_and_a_message(after: float, entry: str, tmp_path: Path) -> None:
+    """SIGTERM while Python loads the command line, while the scenario is read, the store
+    opens or the run goes on: 143 and a message, never the signal's silent default (the
+    process killed by the signal, as it was during start-up) nor a traceback."""
+    big = _bulk_scenario(tmp_path)
+    script = Path(sys.executable).parent / "ledgerlet"
+    head = [str(script)] if entry == "script" else [sys.executable, "-m", "ledgerlet_services.app.cli"]
+    cmd = [*head, "run", str(big), "--quiet"]
+    cmd += ["--decisions", str(tmp_path / "d.jsonl"), "--store", f"sqlite:///{tmp_path / 'e.db'}"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(after)
+    assert proc.poll() is None, proc.communicate()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, (proc.returncode, out + err)
+    assert "Traceback" not in err and "stopped" in err and "SIGTERM" in err, err
+    assert not (tmp_path / "d.jsonl").exists()

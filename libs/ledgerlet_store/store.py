@@ -45,6 +45,7 @@ from ledgerlet_store.batches import (
 )
 from ledgerlet_store.batches import order_key as order_key
 from ledgerlet_store.dsn import async_url, describe
+from ledgerlet_store.read_only import newest_revision, read_only_url
 from ledgerlet_store.schema import batch_members, events, observation_members
 from ledgerlet_store.snapshots import StoredSnapshot
 
@@ -161,8 +162,13 @@ class EventStore:
 
     # -- lifecycle ---------------------------------------------------------------
     @classmethod
-    async def open(cls, dsn: str, *, migrate: bool = True) -> EventStore:
+    async def open(cls, dsn: str, *, migrate: bool = True, reading: bool = False) -> EventStore:
+        """``reading``: the caller only reads, so a SQLite file that cannot be written
+        is opened read-only (:mod:`ledgerlet_store.read_only`) rather than refused."""
         url = async_url(dsn)
+        frozen = read_only_url(dsn) if reading else None
+        if frozen is not None:
+            url, migrate = frozen, False
         kwargs: dict[str, Any] = {}
         if url.startswith("sqlite"):
             kwargs["connect_args"] = {"timeout": 60}
@@ -180,7 +186,24 @@ class EventStore:
         store = cls(engine, dsn)
         if migrate:
             await store.migrate()
+        elif frozen is not None:
+            await store._check_revision()
         return store
+
+    async def _check_revision(self) -> None:
+        """A store opened without migrating must already have this code's schema."""
+        try:
+            async with self.engine.connect() as conn:
+                found = (await conn.execute(sa.text("SELECT version_num FROM alembic_version"))).scalar()
+        except Exception:
+            await self.close()
+            raise
+        if found != newest_revision():
+            await self.close()
+            raise StoreError(
+                f"{self.describe()} holds schema {found or 'none'}, this ledgerlet reads {newest_revision()}; "
+                "it cannot be written, so it cannot be upgraded (copy it somewhere writable)"
+            )
 
     async def close(self) -> None:
         await self.engine.dispose()

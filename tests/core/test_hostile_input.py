@@ -170,3 +170,159 @@ def test_a_long_rule_of_dashes_in_a_text_is_not_deep_nesting() -> None:
     scenario = load_scenario(text.replace(meta, block), "rule.yaml")
     db = next(o for o in scenario.objects if o.metadata.name == "db")
     assert db.metadata.annotations["note"] == rule + "\n"
+
+
+SOFT = (EXAMPLES / "soft-eviction.yaml").read_text()
+
+
+@pytest.mark.parametrize(
+    ("setting", "text"),
+    [
+        (
+            "evictionSoft",
+            SOFT.replace('evictionSoft: {memory.available: "1.5Gi"}', 'evictionSoft: {memory.available: "1e9999"}'),
+        ),
+        (
+            "evictionHard",
+            SOFT.replace('evictionHard: {memory.available: "500Mi"}', 'evictionHard: {memory.available: "1e9999"}'),
+        ),
+        (
+            "evictionMinimumReclaim",
+            SOFT.replace(
+                "evictionMaxPodGracePeriod: 60",
+                'evictionMaxPodGracePeriod: 60\n    evictionMinimumReclaim: {memory.available: "1e30"}',
+            ),
+        ),
+    ],
+)
+def test_thresholds_and_reclaim_beyond_an_int64_are_refused(setting: str, text: str) -> None:
+    """Accepted, they stopped the eviction manager mid-run (a ValueError printing 1e9999)."""
+    err = refused(text)
+    assert err.field == f"{setting}.memory.available" and "int64" in str(err), str(err)
+
+
+def test_a_usage_time_of_401_digits_is_refused() -> None:
+    """It ended in an OverflowError traceback (an int too large for a float)."""
+    text = (
+        (EXAMPLES / "memory-pressure.yaml")
+        .read_text()
+        .replace("[[0, 200Mi], [300, 4Gi]]", f"[[0, 200Mi], [{'9' * 401}, 4Gi]]")
+    )
+    err = refused(text)
+    assert err.field == "usage.default/cache.memory[1][0]" and "not a duration" in str(err)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("memory: 1843Mi", "memory: " + "9" * 5000),  # a usage value
+        ("[[0, 200Mi], [300, 4Gi]]", f"[[0, 200Mi], [{'9' * 5000}, 4Gi]]"),  # a usage time
+        ('pods: "110"', "pods: " + "9" * 5000),  # an object's quantity
+        ("duration: 12m", "duration: " + "9" * 5000),
+        ("value: 1000", "value: " + "9" * 5000),  # a priority
+    ],
+)
+def test_integers_too_long_to_convert_are_refused_with_their_line(old: str, new: str) -> None:
+    """PyYAML's int() raised a bare ValueError past Python's 4,300 digits."""
+    text = (EXAMPLES / "memory-pressure.yaml").read_text()
+    assert old in text
+    err = refused(text.replace(old, new))
+    assert err.obj == "YAML" and "an integer of 5,000 characters is too long to read" in str(err)
+    assert err.field is not None and err.field.startswith("line ")
+
+
+def test_integers_too_long_to_convert_are_refused_in_json_entries() -> None:
+    """A JSON scenario's objects and usage entries are decoded one at a time (msgspec's
+    "Integer value out of range" escaped as a traceback)."""
+    import json
+
+    import yaml
+
+    doc = yaml.safe_load((EXAMPLES / "memory-pressure.yaml").read_text())
+    doc["spec"]["usage"]["default/db"]["memory"] = "@BIG@"
+    usage = json.dumps(doc).replace('"@BIG@"', "9" * 5000)
+    err = refused(usage)
+    assert err.field == "usage.default/db" and "too long" in str(err)
+    doc["spec"]["usage"]["default/db"]["memory"] = "1Gi"
+    doc["spec"]["objects"][0]["status"]["capacity"]["pods"] = "@BIG@"
+    obj = json.dumps(doc).replace('"@BIG@"', "9" * 5000)
+    err = refused(obj)
+    assert err.obj == "JSON" and "an integer of 5,000 digits is too long to read" in str(err)
+    assert '"pods": ' in str(err)
+
+
+def test_a_run_longer_than_a_year_is_refused_unless_asked_for(tmp_path: Path) -> None:
+    """Go's longest duration (292 years) was accepted; the run never ended and the store
+    grew 230 MB a minute."""
+    from rich.console import Console
+
+    from ledgerlet_services.app.cli import load_or_report
+
+    long = tmp_path / "292y.yaml"
+    long.write_text((EXAMPLES / "memory-pressure.yaml").read_text().replace("duration: 12m", "duration: 2562047h"))
+    store = tmp_path / "s.db"
+    cmd = [sys.executable, "-m", "ledgerlet_services.app.cli", "run", str(long)]
+    cmd += ["--decisions", str(tmp_path / "d.jsonl"), "--store", f"sqlite:///{store}"]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2, res.stdout + res.stderr
+    said = " ".join(res.stderr.split())
+    assert "spec: duration: 2562047h0m0s (106,752 days) is longer than --max-duration 8760h0m0s" in said, said
+    assert not store.exists() and not (tmp_path / "d.jsonl").exists()
+    # a year exactly runs; longer only when asked for
+    year = tmp_path / "year.yaml"
+    year.write_text((EXAMPLES / "memory-pressure.yaml").read_text().replace("duration: 12m", "duration: 8760h"))
+    assert load_or_report(year, Console()) is not None
+    asked = load_or_report(long, Console(), max_duration=2562048 * 3600 * 10**9)
+    assert asked is not None and asked.duration == 2562047 * 3600 * 10**9
+
+
+def _with_usage(entries: dict[str, str]) -> str:
+    text = (EXAMPLES / "memory-pressure.yaml").read_text()
+    extra = "".join(f"    {key}: {{memory: {value}}}\n" for key, value in entries.items())
+    return text + extra
+
+
+def test_usage_for_pods_nothing_declares_is_one_warning_with_a_count() -> None:
+    """1e6 entries for pods that do not exist were accepted silently."""
+    entries = {f"default/ghost-{i}": "1Mi" for i in range(10_000)}
+    scenario = load_scenario(_with_usage({"default/dbb": "1Gi", **entries}), "ghosts.yaml")
+    said = [w for w in scenario.warnings if w.startswith("usage:")]
+    assert len(said) == 1, scenario.warnings
+    assert "10,001 entries name pods or workloads that no object or event declares" in said[0]
+    assert "default/dbb (did you mean default/db?)" in said[0] and "and 9,996 more" in said[0]
+
+
+def test_usage_for_a_workload_or_pod_an_event_applies_is_not_warned_about() -> None:
+    text = _with_usage({"default/Deployment/web": "1Gi", "default/late": "1Gi"}).replace(
+        "  usage:\n",
+        "  events:\n"
+        "    - at: 60\n      apply: {apiVersion: v1, kind: Pod, metadata: {name: late, namespace: default},"
+        " spec: {nodeName: worker-1, containers: [{name: c}]}}\n"
+        "    - at: 60\n      apply: {apiVersion: apps/v1, kind: Deployment, metadata: {name: web, namespace: default},"
+        " spec: {replicas: 1, selector: {matchLabels: {app: web}}, template: {metadata: {labels: {app: web}},"
+        " spec: {containers: [{name: c}]}}}}\n"
+        "  usage:\n",
+    )
+    scenario = load_scenario(text, "applied.yaml")
+    assert not [w for w in scenario.warnings if w.startswith("usage:")], scenario.warnings
+
+
+def test_usage_in_a_namespace_that_holds_nothing_is_surely_a_typo() -> None:
+    err = refused(_with_usage({"defualt/db": "1Gi"}))
+    assert err.field == "usage.defualt/db" and "did you mean 'default'?" in str(err), str(err)
+
+
+def test_an_integer_too_long_to_convert_in_a_large_file_is_refused_with_its_line() -> None:
+    """Past a megabyte YAML is read by rapidyaml where it can be (fast_yaml): it leaves
+    such a file to PyYAML, which names the line."""
+    text = (EXAMPLES / "memory-pressure.yaml").read_text()
+    bulk = "".join(
+        f"    - {{apiVersion: v1, kind: Pod, metadata: {{name: p{i}, namespace: bulk}}, "
+        "spec: {containers: [{name: c}]}}\n"
+        for i in range(12_000)
+    )
+    at = text.index("  usage:")
+    big = text[:at] + bulk + text[at:].replace("memory: 1843Mi", "memory: " + "9" * 5000)
+    assert len(big) > 1 << 20
+    err = refused(big)
+    assert err.obj == "YAML" and err.field is not None and err.field.startswith("line 12")

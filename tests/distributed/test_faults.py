@@ -177,3 +177,10 @@ def test_drive_killed_mid_scenario_and_driven_again_completes_the_run(stack: Loc
     log = [json.loads(line) for line in (tmp_path / "again.jsonl").read_text().splitlines()]
     assert log == embedded_log
     assert_same_events(asyncio.run(stored_events(embedded_dsn, run)), asyncio.run(stored_events(stack.store_dsn, run)))
+    # another scenario under its run id is refused before anything is published (it mixed both)
+    stored = asyncio.run(count_events(stack.store_dsn, run))
+    other = stack.drive(SHORT_SCENARIO, tmp_path / "other.jsonl", run_id=run)
+    assert other.wait(120) == 2
+    said = " ".join((stack.workdir / f"drive-{run}.log").read_text().split())
+    assert f"was started from {SCENARIO}" in said and f"not {SHORT_SCENARIO}" in said, said
+    assert asyncio.run(count_events(stack.store_dsn, run)) == stored and not (tmp_path / "other.jsonl").exists()

@@ -132,6 +132,26 @@ def test_bearer_token(recorded: str) -> None:
         assert c.get("/healthz").status_code == 200  # probes need no token
 
 
+def test_with_a_token_metrics_are_behind_it_and_readiness_says_nothing_of_the_store(recorded: str) -> None:
+    """/metrics answered anyone (the routes and their traffic), /readyz showed the store's
+    address (its host and user) to anyone."""
+    with TestClient(create_app(recorded, token=TOKEN)) as c:
+        denied = c.get("/metrics")
+        assert denied.status_code == 401 and denied.headers["content-type"] == "application/problem+json"
+        metrics = c.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}"})
+        assert metrics.status_code == 200 and "ledgerlet_api_requests" in metrics.text
+        ready = c.get("/readyz")  # (probes send no token)
+        assert ready.status_code == 200 and ready.json() == {"status": "ready"}
+        assert (
+            "401"
+            in c.get("/openapi.json", headers={"Authorization": f"Bearer {TOKEN}"}).json()["paths"]["/metrics"]["get"][
+                "responses"
+            ]
+        )
+    with TestClient(create_app(recorded)) as c:  # no token: open, as before
+        assert c.get("/metrics").status_code == 200 and c.get("/readyz").json() == {"status": "ready"}
+
+
 def _cursor(*parts: object) -> str:
     import base64
     import json

@@ -36,15 +36,20 @@ def quantity_from(obj: object) -> Quantity:
     if isinstance(obj, bool) or not isinstance(obj, (str, int, float)):
         raise TypeError(f'expected a quantity such as "100Mi", got {type(obj).__name__}')
     text = obj.strip() if isinstance(obj, str) else _number_text(obj)
-    q = parse_quantity(text)
-    if abs(q.nanos) > MAX_INT64 * NANO:
-        # upstream parses such a value (an inf.Dec) but its Value() cannot hold it, and
-        # nothing a run does with it could be right: refused where it enters
-        raise QuantityError(f"quantity is larger than {MAX_INT64:,}, the most an int64 holds")
+    q = within_int64(parse_quantity(text))
     if isinstance(obj, str):
         if len(_PARSED) >= _PARSED_KEPT:
             _PARSED.clear()
         _PARSED[obj] = q
+    return q
+
+
+def within_int64(q: Quantity) -> Quantity:
+    """``q`` if an int64 holds it; else :class:`QuantityError`. Upstream parses such a
+    value (an inf.Dec) but its Value() cannot hold it, and nothing a run does with it
+    could be right (1e9999 ended runs mid-way): refused where it enters."""
+    if abs(q.nanos) > MAX_INT64 * NANO:
+        raise QuantityError(f"quantity is larger than {MAX_INT64:,}, the most an int64 holds")
     return q
 
 

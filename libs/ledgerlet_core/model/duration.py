@@ -88,8 +88,14 @@ def seconds(value: float) -> int:
 
     Numbers have the same bounds as duration strings (Go's int64 nanoseconds, about 292
     years): NaN, infinities and anything larger are refused, never carried into a run."""
-    if not math.isfinite(value) or abs(value) * SECOND > _MAX:
-        raise DurationError(f"{value!r} seconds is not a duration (at most {_MAX // SECOND:,} seconds either way)")
+    # (an int is compared as an int: one of 401 digits has no float, math.isfinite raised)
+    if (not isinstance(value, int) and not math.isfinite(value)) or abs(value) * SECOND > _MAX:
+        shown = (
+            repr(value)
+            if len(repr(value)) <= 30
+            else f"a number of {len(repr(value)):,} characters ({repr(value)[:12]}...)"
+        )
+        raise DurationError(f"{shown} seconds is not a duration (at most {_MAX // SECOND:,} seconds either way)")
     return round(value * SECOND)
 
 

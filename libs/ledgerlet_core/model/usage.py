@@ -250,6 +250,8 @@ def _parse_pod_usage(raw: Any, where: str) -> PodUsage:
             raw = msgspec.json.decode(raw)
         except RecursionError:
             raise InputError("nested too deeply", field=where) from None
+        except msgspec.DecodeError:  # (read whole before: only an integer too long to convert)
+            raise InputError("an integer too long to read", field=where) from None
     data = _mapping(raw, where)
     _check_keys(data, _POD_FIELDS, where)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
+from ledgerlet_core.model.duration import format_duration
 from ledgerlet_core.model.errors import InputError
 
 #: the largest scenario file read (the 5,000-node fleet of the benchmarks is ~200 MB)
@@ -22,18 +23,20 @@ MAX_SCENARIO_BYTES: Final = 1 << 30
 MAX_BLOCK_INDENT: Final = 1000
 #: how many values YAML aliases may add to a document when expanded
 ALIAS_BUDGET: Final = 100_000
+#: the longest scenario run unless the command says otherwise (``--max-duration``): a year
+#: of virtual time. Go's longest duration (292 years) was accepted, and its run never
+#: ended while the store grew 230 MB a minute.
+MAX_DURATION: Final = 365 * 24 * 3600 * 1_000_000_000
 
 #: a line opening with that many columns of indentation or compact ``- `` / ``? `` / ``: ``
 #: indicators (a run of dashes with no space after them, a rule in a text, is not one)
 _DEEP_LINE: Final = re.compile(r"^(?:[ \t]|[-?:][ \t]){" + str(MAX_BLOCK_INDENT) + ",}", re.MULTILINE)
 
 
-def check_size(size: int, source: str) -> None:
-    """Refuse a file larger than :data:`MAX_SCENARIO_BYTES` (asked before it is read)."""
-    if size > MAX_SCENARIO_BYTES:
-        raise InputError(
-            f"file is {size:,} bytes; scenarios of at most {MAX_SCENARIO_BYTES:,} bytes are read", file=source
-        )
+def check_size(size: int, source: str, limit: int = MAX_SCENARIO_BYTES) -> None:
+    """Refuse a file larger than ``limit`` (asked before it is read)."""
+    if size > limit:
+        raise InputError(f"file is {size:,} bytes; scenarios of at most {limit:,} bytes are read", file=source)
 
 
 def decode_text(data: bytes, source: str) -> str:
@@ -90,4 +93,19 @@ def check_aliases(doc: Any, source: str) -> None:
             f"YAML aliases would expand the document by {total - own:,} values; at most {ALIAS_BUDGET:,} are allowed",
             file=source,
             obj="YAML",
+        )
+
+
+def check_duration(duration: int, limit: int, source: str, *, option: str = "--max-duration") -> None:
+    """Refuse a scenario whose virtual time is longer than ``limit`` (nanoseconds): its
+    run could not end in any time a user waits for, and would fill the store meanwhile."""
+    if duration > limit:
+        days = duration / (24 * 3600 * 1_000_000_000)
+        raise InputError(
+            f"{format_duration(duration)} ({days:,.0f} days) is longer than {option} {format_duration(limit)} "
+            f"({limit / (24 * 3600 * 1_000_000_000):,.0f} days of virtual time); give a longer {option} "
+            "to run it anyway",
+            file=source,
+            obj="spec",
+            field="duration",
         )

@@ -6,7 +6,7 @@ Shared by the scenario loader (one document) and ``ledgerlet import`` (any numbe
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import msgspec
 import yaml
@@ -16,6 +16,9 @@ from ledgerlet_core.scenario import fast_yaml
 from ledgerlet_core.scenario.bounds import check_aliases, check_block_depth
 
 _TIMESTAMP = "tag:yaml.org,2002:timestamp"
+#: the longest integer text read (Python converts at most this many digits; an int64, the
+#: most any field holds, has 19: anything this long is refused where it is used)
+MAX_INT_CHARS: Final = 4000
 
 
 class UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
@@ -36,6 +39,23 @@ class UniqueKeyLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: i
                 seen.add(key_node.value)
         result: dict[Any, Any] = super().construct_mapping(node, deep)
         return result
+
+    def construct_bounded_int(self, node: yaml.ScalarNode) -> int:
+        """An integer, refused with its line when it is too long to convert (PyYAML's
+        ``int()`` raised a bare ValueError past Python's limit on digits)."""
+        if len(node.value) > MAX_INT_CHARS:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"an integer of {len(node.value):,} characters is too long to read (at most {MAX_INT_CHARS:,})",
+                node.start_mark,
+            )
+        # (not super(): fast_yaml calls the loader's constructors on a bare SafeConstructor)
+        value: int = yaml.constructor.SafeConstructor.construct_yaml_int(self, node)
+        return value
+
+
+UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", UniqueKeyLoader.construct_bounded_int)
 
 
 class KubernetesLoader(UniqueKeyLoader):

@@ -11,6 +11,7 @@ the wrong type, JSON it cannot read) is left to the document reader.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 
 import msgspec
@@ -62,6 +63,22 @@ def _plain(raw: msgspec.Raw) -> Any:
         return _PLAIN.decode(raw)
     except RecursionError:
         raise InputError("nested too deeply", obj="JSON") from None
+    except msgspec.DecodeError as exc:  # (read whole before: only an integer too long to convert)
+        raise InputError(json_value_error(bytes(raw), exc), obj="JSON") from None
+
+
+_LONG_DIGITS: Final = re.compile(rb"[0-9]{1000,}")
+
+
+def json_value_error(data: bytes, exc: Exception) -> str:
+    """What is wrong with JSON that parsed but would not decode: an integer too long to
+    convert (msgspec says only "out of range"), named by its length and a few of its
+    first characters."""
+    found = _LONG_DIGITS.search(data)
+    if found is None:
+        return f"not valid JSON: {exc}"
+    head = data[max(0, found.start() - 40) : found.start()].decode(errors="replace").split("\n")[-1]
+    return f"an integer of {found.end() - found.start():,} digits is too long to read (after {head!r})"
 
 
 def plain(entry: Any) -> Any:

@@ -50,6 +50,7 @@ from ledgerlet_core.scenario.json_scenario import plain, read_json_scenario
 from ledgerlet_core.scenario.observed_events import observed_events
 from ledgerlet_core.scenario.pod_shapes import PodShapes
 from ledgerlet_core.scenario.unmodelled import scan as scan_unmodelled
+from ledgerlet_core.scenario.usage_targets import check_usage_targets
 from ledgerlet_core.scheduling.config import SCHEDULER_FIELDS, SCHEDULER_GATES, SchedulerConfig, config_errors
 
 API_VERSION: Final = "ledgerlet/v1"
@@ -267,7 +268,7 @@ def _load(text: str, source: str) -> Scenario:
     _duration(controller.node_monitor_grace_period, obj="spec.controllerConfig", field_name="nodeMonitorGracePeriod")
 
     shapes = PodShapes()
-    objects, obj_warnings = _objects(_section(spec, "objects", list), shapes)
+    objects, obj_warnings, declared = _objects(_section(spec, "objects", list), shapes)
     warnings += obj_warnings
     raw_events = _section(spec, "events", list)
     events = [_event(i, raw) for i, raw in enumerate(raw_events)]
@@ -307,6 +308,8 @@ def _load(text: str, source: str) -> Scenario:
             if key.count("/") == 2 and key.split("/")[1] not in Workload.KINDS:
                 raise InputError(f"unknown workload kind {key.split('/')[1]!r}", obj="spec", field=where)
 
+    applied = (e.data.object for e in events if isinstance(e.data, ev.ObjectApplied))
+    warnings += check_usage_targets(usage_raw.keys(), declared, applied)
     for e in events:
         if e.at > duration:
             warnings.append(f"events[{e.index}]: at {e.at / 1e9:g}s is after the duration; it will not run")
@@ -350,7 +353,10 @@ def _located(fn: Any) -> Any:
         raise exc.located(obj="spec") from None
 
 
-def _objects(raw_objects: Any, shapes: PodShapes) -> tuple[list[AnyObject], list[str]]:
+def _objects(
+    raw_objects: Any, shapes: PodShapes
+) -> tuple[list[AnyObject], list[str], dict[tuple[str, str, str], int]]:
+    """The objects, warnings, and each object's place by ``(kind, namespace, name)``."""
     if not isinstance(raw_objects, list):
         raise InputError("expected a list", obj="spec", field="objects")
     out: list[AnyObject] = []
@@ -381,7 +387,7 @@ def _objects(raw_objects: Any, shapes: PodShapes) -> tuple[list[AnyObject], list
                 ),
             )
         out.append(obj)
-    return out, warnings
+    return out, warnings, seen
 
 
 def _decoded(entry: Any, i: int) -> AnyObject:

@@ -6,8 +6,15 @@ import os
 import signal
 import sys
 
-if __name__ == "__main__":  # Ctrl-C while the modules below load (seconds on a busy machine)
-    signal.signal(signal.SIGINT, lambda *_: (sys.stderr.write("stopped: interrupted\n"), os._exit(130)))
+if __name__ == "__main__":  # Ctrl-C or SIGTERM while the modules below load (seconds on a busy machine)
+
+    def _stopped_loading(signum: int, frame: object) -> None:
+        name = signal.Signals(signum).name
+        sys.stderr.write(f"stopped: interrupted by {name} while starting; nothing was run\n")
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGINT, _stopped_loading)
+    signal.signal(signal.SIGTERM, _stopped_loading)
 
 import argparse
 import asyncio
@@ -16,38 +23,47 @@ import dataclasses
 import gc
 import importlib.metadata
 import logging
+import math
 import platform
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Final
 
 from rich.console import Console
+from sqlalchemy.exc import SQLAlchemyError
 
 from ledgerlet_bus.api import BusTimeout
 from ledgerlet_core.contracts.decision_log import encode_records, to_records
 from ledgerlet_core.contracts.internal import RUN_FAILED
 from ledgerlet_core.contracts.order import ORDER_BY_NODE
 from ledgerlet_core.loop.membership import Membership, group_of
-from ledgerlet_core.model.duration import SECOND
+from ledgerlet_core.model.duration import SECOND, DurationError, format_duration, parse_duration
 from ledgerlet_core.model.errors import InputError
-from ledgerlet_core.scenario.bounds import check_size, decode_text
+from ledgerlet_core.scenario.bounds import MAX_DURATION, check_duration, decode_text
 from ledgerlet_core.scenario.load import API_VERSION as SCENARIO_API_VERSION
 from ledgerlet_core.scenario.load import Scenario, load_scenario
 from ledgerlet_services.app.cli_help import complete as with_defaults_in_help
 from ledgerlet_services.app.cli_postmortem import COMMANDS as POSTMORTEM_COMMANDS
 from ledgerlet_services.app.cli_postmortem import add_parsers as add_postmortem_parsers
+from ledgerlet_services.app.cli_postmortem import address_error, open_failure, store_reason
 from ledgerlet_services.app.cli_postmortem import dispatch as dispatch_postmortem
 from ledgerlet_services.app.completion import add_parser as add_completion_parser
+from ledgerlet_services.app.inputs import read_bounded
 from ledgerlet_services.app.messages import error, warning
+from ledgerlet_services.app.outputs import Output, OutputFailed, OutputRefused, check_output, store_files, write_output
 from ledgerlet_services.app.report_console import rate, summary_tables, virtual_time_progress
 from ledgerlet_services.runtime.catalog import AUDIT_API, control_loop, parse_members, service_names
 from ledgerlet_services.runtime.distributed import DEFAULT_PARTITIONS, SnapshotEvery, UnknownService, drive, serve
 from ledgerlet_services.runtime.embedded import RunResult, ServiceFailed, new_run_id, record_outcome, run_embedded
 from ledgerlet_services.runtime.health import DEFAULT_MAX_AGE, Heartbeat, health_file, is_healthy
+from ledgerlet_services.runtime.recorder import DEFAULT_STORE_WAIT, StoreUnwritable
+from ledgerlet_services.runtime.run_binding import RunMismatch, check_run_binding
 from ledgerlet_services.runtime.snapshots import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS
 from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_store.dsn import DEFAULT_DSN, describe
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.run_ids import BadRunId, check_run_id
+from ledgerlet_store.store import EventStore, StoreError
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -61,6 +77,39 @@ def version_text() -> str:
     except importlib.metadata.PackageNotFoundError:  # (run from a source tree)
         package = "unknown"
     return f"ledgerlet {package} (scenarios {SCENARIO_API_VERSION}; Python {platform.python_version()})"
+
+
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (an argparse type)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
+
+
+def _duration(text: str) -> int:
+    """A Go duration such as 8760h, in nanoseconds (an argparse type)."""
+    try:
+        value = parse_duration(text)
+    except DurationError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive duration, got {text!r}")
+    return value
+
+
+def _max_duration(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument(
+        "--max-duration",
+        type=_duration,
+        default=format_duration(MAX_DURATION),
+        metavar="DURATION",
+        help=f"refuse a scenario longer than this in virtual time (default {format_duration(MAX_DURATION)}, a "
+        "year: a longer run may never end while the store fills up); give a longer one to run it anyway",
+    )
 
 
 def _order_by_node(cmd: argparse.ArgumentParser) -> None:
@@ -93,7 +142,17 @@ def _parser() -> argparse.ArgumentParser:
         help=f"event store DSN (default {DEFAULT_DSN}; postgresql://... for PostgreSQL)",
     )
     run.add_argument("--run-id", help="use this run id (ids in the log are derived from it)")
+    run.add_argument(
+        "--store-wait",
+        type=_seconds,
+        default=os.environ.get("LEDGERLET_STORE_WAIT") or DEFAULT_STORE_WAIT,  # (a variable's text: converted by type=)
+        metavar="SECONDS",
+        help="how long the store may refuse every write (a database restarting, a full disk) before the run "
+        f"stops with exit 1 (env LEDGERLET_STORE_WAIT; default {DEFAULT_STORE_WAIT:g}); a write under way is "
+        "let finish",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    _max_duration(run)
     _order_by_node(run)
     run.add_argument(
         "--store-observations",
@@ -111,6 +170,7 @@ def _parser() -> argparse.ArgumentParser:
     _bus_and_store(drive)
     drive.add_argument("--run-id", help="use this run id (ids in the log are derived from it)")
     drive.add_argument("--quiet", action="store_true", help="no progress bar or summary")
+    _max_duration(drive)
     _order_by_node(drive)
     drive.add_argument(
         "--members",
@@ -200,11 +260,14 @@ def _bus_and_store(p: argparse.ArgumentParser) -> None:
     )
 
 
-def load_or_report(path: Path, console: Console) -> Scenario | None:
+def load_or_report(path: Path, console: Console, max_duration: int = MAX_DURATION) -> Scenario | None:
+    """The scenario, or None once the error is said (exit 2): one that loads but whose
+    run is longer than ``max_duration`` is refused too."""
     try:
-        check_size(path.stat().st_size, str(path))  # before reading it all in
-        data = path.read_bytes()
-        return load_scenario(decode_text(data, str(path)), str(path))
+        data = read_bounded(path, str(path))  # (a device or a FIFO too: up to the limit)
+        scenario = load_scenario(decode_text(data, str(path)), str(path))
+        check_duration(scenario.duration, max_duration, str(path))
+        return scenario
     except OSError as exc:
         error(f"{path}: {exc.strerror or exc}")
         return None
@@ -213,9 +276,26 @@ def load_or_report(path: Path, console: Console) -> Scenario | None:
         return None
 
 
+def _run_id_error(run: str | None, option: str = "--run-id") -> bool:
+    """Say what is wrong with a run id the user gave (True), before anything runs."""
+    if run is None:
+        return False
+    try:
+        check_run_id(run, option)
+    except BadRunId as exc:
+        error(str(exc))
+        return True
+    return False
+
+
 async def _run(args: argparse.Namespace, console: Console) -> int:
-    scenario = _ordered(args, load_or_report(args.scenario, console))
+    if address_error(args.store, existing=False) or _run_id_error(args.run_id):
+        return EXIT_BAD_INPUT
+    scenario = _ordered(args, load_or_report(args.scenario, console, args.max_duration))
     if scenario is None:
+        return EXIT_BAD_INPUT
+    decisions = _decisions_output(args)
+    if decisions is None:
         return EXIT_BAD_INPUT
     for w in scenario.warnings:
         warning(f"{scenario.source}: {w}")
@@ -228,7 +308,7 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         try:
             store = await EventStore.open(args.store)
         except Exception as exc:  # a store we cannot open or migrate
-            error(f"cannot open store {args.store}: {exc}")
+            error(open_failure(args.store, exc))
             telemetry.shutdown()
             return EXIT_FAILED
     if opening.signals:
@@ -240,6 +320,12 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         )
         return 128 + int(opening.signals[0])
     run_id = args.run_id or new_run_id()
+    refused = await _bound_to_its_run(args, store, run_id, scenario) if args.run_id else None
+    if refused is not None:
+        telemetry.shutdown()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(store.close(), STORE_CLOSE_TIMEOUT)
+        return refused
     try:
         with (
             stopped_by_signals() as stopping,
@@ -254,6 +340,7 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
                     progress=cb,
                     full_observations=args.store_observations == "full",
                     telemetry=telemetry,
+                    store_wait=args.store_wait,
                 )
             except asyncio.CancelledError:
                 if not stopping.signals:
@@ -261,19 +348,70 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         if result is None:
             return await _interrupted(stopping.signals[0], store, run_id, scenario.duration, console)
     except ServiceFailed as exc:
-        error(str(exc))
+        error(_failure(exc, store.describe(), run_id, args.store_wait))
+        return EXIT_FAILED
+    except STORE_ERRORS as exc:  # (storing how the run ended, or reading its decisions back)
+        error(
+            f"{store.describe()} failed at the end of run {run_id}: {store_reason(exc)}; the run is incomplete. "
+            f"Run the same scenario with --run-id {run_id} to complete it."
+        )
         return EXIT_FAILED
     finally:
         telemetry.shutdown()
         with contextlib.suppress(Exception, asyncio.CancelledError):
             await asyncio.wait_for(store.close(), STORE_CLOSE_TIMEOUT)
-    _report(args, console, scenario, result, store.describe())
-    return EXIT_OK
+    return _report(args, console, scenario, result, store.describe(), decisions)
+
+
+#: what a store that fails raises
+STORE_ERRORS: Final = (SQLAlchemyError, StoreError, OSError)
+
+
+def _failure(exc: ServiceFailed, where: str, run: str, wait: float) -> str:
+    """Why the run stopped; for a store that took nothing for ``--store-wait``, whether
+    the run is stored as failed and how to complete it."""
+    cause = exc.__cause__
+    if not isinstance(cause, StoreUnwritable):
+        return str(exc)
+    stored = (
+        "it is stored as failed"
+        if exc.outcome_stored
+        else "it could not be stored as failed either (the store shows it running, then abandoned)"
+    )
+    return (
+        f"{where} could not be written: {cause} (--store-wait {wait:g}); run {run} stopped and {stored}. "
+        f"Run the same scenario with --run-id {run} once the store takes writes again to complete it."
+    )
+
+
+async def _bound_to_its_run(args: argparse.Namespace, store: EventStore, run: str, scenario: Scenario) -> int | None:
+    """The exit code if ``--run-id`` names a stored run of another scenario or options
+    (:mod:`~ledgerlet_services.runtime.run_binding`), or if that cannot be read."""
+    full = args.store_observations == "full"
+    with stopped_by_signals() as stopping:
+        try:
+            await check_run_binding(store, run, scenario, full_observations=full)
+            return None
+        except RunMismatch as exc:
+            error(str(exc))
+            return EXIT_BAD_INPUT
+        except asyncio.CancelledError:
+            if not stopping.signals:
+                raise
+        except Exception as exc:  # the store would not answer
+            error(f"cannot read run {run} in {store.describe()}: {store_reason(exc)}")
+            return EXIT_FAILED
+    warning(f"interrupted by {stopping.signals[0].name} before the run began; nothing was stored", label="stopped")
+    return 128 + int(stopping.signals[0])
 
 
 #: how long closing the store may take once a run has stopped (a store cut off mid-write
 #: could otherwise keep the process alive)
 STORE_CLOSE_TIMEOUT = 10.0
+
+
+#: the signals that stop a command cleanly (128 + the signal's number)
+STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
 
 
 class _Stopping:
@@ -293,21 +431,28 @@ def stopped_by_signals(*, cancel: bool = True) -> Iterator[_Stopping]:
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
     stopping = _Stopping()
+    # (the loop's removal of a handler leaves the signal's default, which for SIGTERM
+    # kills the process: the command's own handlers are put back instead)
+    before = {s: signal.getsignal(s) for s in STOP_SIGNALS}
+
+    def restore() -> None:
+        for s in STOP_SIGNALS:
+            loop.remove_signal_handler(s)
+            if before[s] is not None:
+                signal.signal(s, before[s])
 
     def stop(sig: signal.Signals) -> None:
         stopping.signals.append(sig)
-        for s in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(s)
+        restore()
         if task is not None and cancel:
             task.cancel()
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, stop, sig)
     try:
         yield stopping
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
+        restore()
         if stopping.signals and task is not None and cancel:
             task.uncancel()
 
@@ -325,10 +470,33 @@ async def _interrupted(sig: signal.Signals, store: EventStore, run: str, t: int,
     return 128 + int(sig)
 
 
-def _report(args: argparse.Namespace, console: Console, scenario: Scenario, result: RunResult, where: str) -> None:
-    """Write the decision log; print what was decided."""
+def _decisions_output(args: argparse.Namespace) -> Output | None:
+    """``--decisions``, checked before anything runs: never a device, a FIFO, a
+    directory, the store's own file or the scenario (:mod:`outputs`)."""
+    reads = [("the scenario", args.scenario), *(("the store's own file", f) for f in store_files(args.store))]
+    try:
+        return check_output(args.decisions, "--decisions", reads=reads)
+    except OutputRefused as exc:
+        error(str(exc))
+        return None
+
+
+def _report(
+    args: argparse.Namespace, console: Console, scenario: Scenario, result: RunResult, where: str, out: Output
+) -> int:
+    """Write the decision log; print what was decided. A log that cannot be written
+    (a full disk) fails the command, and says that the run itself is stored and how
+    to write its log (the same scenario again under its run id: what is stored is kept)."""
     records = to_records([d.envelope for d in result.decisions], scenario.start)
-    _write_atomically(args.decisions, encode_records(records))
+    try:
+        write_output(out, encode_records(records))
+    except OutputFailed as exc:
+        error(
+            f"run {result.run} is stored in {where} ({len(records)} decisions), but its decision log was not "
+            f"written: {exc}. Run the same scenario with --run-id {result.run} and another --decisions path "
+            "to write it from the store.",
+        )
+        return EXIT_FAILED
     if not args.quiet:
         for table in summary_tables(result.decisions):
             console.print(table)
@@ -338,14 +506,20 @@ def _report(args: argparse.Namespace, console: Console, scenario: Scenario, resu
             f"{result.wall_seconds:.2f}s wall ({rate(result.driver.virtual_time, result.wall_seconds)})",
             highlight=False,
         )
+    return EXIT_OK
 
 
 async def _drive(args: argparse.Namespace, console: Console) -> int:
-    scenario = _ordered(args, load_or_report(args.scenario, console))
+    scenario = _ordered(args, load_or_report(args.scenario, console, args.max_duration))
     if scenario is None:
         return EXIT_BAD_INPUT
     if not args.bus or not args.store:
         error("drive needs --bus and --store (or LEDGERLET_BUS, LEDGERLET_STORE)")
+        return EXIT_BAD_INPUT
+    if address_error(args.store, existing=False) or _run_id_error(args.run_id):
+        return EXIT_BAD_INPUT
+    decisions = _decisions_output(args)
+    if decisions is None:
         return EXIT_BAD_INPUT
     for w in scenario.warnings:
         warning(f"{scenario.source}: {w}")
@@ -372,10 +546,12 @@ async def _drive(args: argparse.Namespace, console: Console) -> int:
         running = " (is every member of a split service running, as --members says?)" if members else ""
         error(f"{exc}{running}")
         return EXIT_FAILED
+    except RunMismatch as exc:
+        error(str(exc))
+        return EXIT_BAD_INPUT
     finally:
         telemetry.shutdown()
-    _report(args, console, scenario, result, describe(args.store))
-    return EXIT_OK
+    return _report(args, console, scenario, result, describe(args.store), decisions)
 
 
 def _service(args: argparse.Namespace) -> int:
@@ -383,6 +559,8 @@ def _service(args: argparse.Namespace) -> int:
         return _audit_service(args)
     if not args.bus:
         error("service needs --bus (or LEDGERLET_BUS)")
+        return EXIT_BAD_INPUT
+    if args.store and address_error(args.store, existing=False):
         return EXIT_BAD_INPUT
     try:
         member = _member(args)
@@ -436,6 +614,8 @@ def _audit_service(args: argparse.Namespace) -> int:
     if not args.store:
         error("audit-api needs --store (or LEDGERLET_STORE)")
         return EXIT_BAD_INPUT
+    if address_error(args.store, existing=True):
+        return EXIT_BAD_INPUT
     app = create_app(
         args.store,
         token=os.environ.get("LEDGERLET_API_TOKEN") or None,
@@ -480,13 +660,6 @@ def _server_class() -> type:
     return QuietServer
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
-
-
 def _contracts(args: argparse.Namespace, console: Console) -> int:
     from ledgerlet_services.app.contracts_gen import check_or_write
 
@@ -499,23 +672,34 @@ def _contracts(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM outside a run's own handling: the command stops where it is."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
 def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
+    raise Interrupted(signum)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    # Ctrl-C raises at once, wherever it lands. (asyncio.run's own handler would only ask
-    # the main task to cancel, which a long synchronous step, reading a large scenario,
-    # does not see until its next await: the store's opening, half done, then hangs the
-    # process on the database driver's thread.) The run installs its own handlers.
+    # Ctrl-C and SIGTERM raise at once, wherever they land. (asyncio.run's own handler would
+    # only ask the main task to cancel, which a long synchronous step, reading a large
+    # scenario, does not see until its next await: the store's opening, half done, then
+    # hangs the process on the database driver's thread; and SIGTERM's default kills the
+    # process without a word.) The run installs its own handlers.
     if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, _interrupt)
+        for sig in STOP_SIGNALS:
+            signal.signal(sig, _interrupt)
     try:
         return _dispatch(args)
-    except KeyboardInterrupt:  # Ctrl-C outside a run's own handling (reading a file, a second Ctrl-C)
-        warning("interrupted", label="stopped")
-        return 128 + int(signal.SIGINT)
+    except KeyboardInterrupt as exc:  # outside a run's own handling (reading a file, a second Ctrl-C)
+        signum = exc.signum if isinstance(exc, Interrupted) else int(signal.SIGINT)
+        warning(f"interrupted by {signal.Signals(signum).name}", label="stopped")
+        return 128 + signum
     except BrokenPipeError:  # `ledgerlet runs -o json | head`: the reader has all it wants
         return _pipe_closed()
 

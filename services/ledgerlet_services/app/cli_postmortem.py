@@ -19,9 +19,12 @@ from ledgerlet_core.model.errors import InputError
 from ledgerlet_services.app import messages, progress
 from ledgerlet_services.app.cli_export import add_parser as add_export_parser
 from ledgerlet_services.app.cli_export import run_export
+from ledgerlet_services.app.inputs import read_bounded
 from ledgerlet_services.app.messages import error
+from ledgerlet_services.app.outputs import Output, OutputFailed, OutputRefused, check_output, store_files, write_output
 from ledgerlet_services.app.progress import add_progress_arg
-from ledgerlet_store.dsn import DEFAULT_DSN, sqlite_path
+from ledgerlet_store.dsn import DEFAULT_DSN, BadAddress, check_address, describe
+from ledgerlet_store.read_only import read_only_url
 from ledgerlet_store.store import EventStore
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
@@ -229,9 +232,15 @@ def _serve(args: argparse.Namespace, console: Console) -> int:
 
     from ledgerlet_services.audit.http_api import create_app
 
+    if address_error(args.store, existing=True):
+        return EXIT_BAD_INPUT
     token = os.environ.get("LEDGERLET_API_TOKEN") or None
     if args.token_file is not None:
-        token = args.token_file.read_text(encoding="utf-8").strip() or None
+        try:  # (a token is a line: a megabyte is plenty, /dev/zero is not read for ever)
+            token = read_bounded(args.token_file, str(args.token_file), 1 << 20).decode().strip() or None
+        except (OSError, InputError, UnicodeDecodeError) as exc:
+            error(f"--token-file {args.token_file}: {getattr(exc, 'strerror', None) or exc}")
+            return EXIT_BAD_INPUT
     tls = tls_files(args.tls_cert_file, args.tls_private_key_file)
     if isinstance(tls, str):
         error(tls)
@@ -300,23 +309,48 @@ async def _warn_if_incomplete(store: EventStore, run: str) -> None:
         _warn(incomplete_warning(await run_state(store, run)))
 
 
-def _missing_file(dsn: str) -> str | None:
-    """The SQLite file ``dsn`` names, when there is none."""
-    path = sqlite_path(dsn)
-    return path if path is not None and not Path(path).is_file() else None
+def _output(path: Path, option: str, dsn: str) -> Output | bool:
+    """An output path checked before the store is read (False: refused, said why)."""
+    try:
+        return check_output(path, option, reads=[("the store's own file", f) for f in store_files(dsn)])
+    except OutputRefused as exc:
+        error(str(exc))
+        return False
+
+
+def address_error(dsn: str, *, existing: bool) -> bool:
+    """Say what is wrong with a store address (True), before anything is read or run."""
+    try:
+        check_address(dsn, existing=existing)
+    except BadAddress as exc:
+        error(str(exc))
+        return True
+    return False
+
+
+def store_reason(exc: BaseException) -> str:
+    """What a store's failure comes to, in a line: the database's own words (SQLAlchemy
+    wraps them in a paragraph with a link)."""
+    orig = getattr(exc, "orig", None)
+    text = str(orig if orig is not None else exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def open_failure(dsn: str, exc: BaseException) -> str:
+    """The message for a store that would not open."""
+    unwritable = " (it cannot be written: a read-only file or filesystem)" if read_only_url(dsn) else ""
+    return f"cannot open store {describe(dsn)}: {store_reason(exc)}{unwritable}"
 
 
 async def _open(args: argparse.Namespace, console: Console) -> EventStore | None:
     """The store a read command reads: never created here (a mistyped path would
     otherwise become an empty store that has no runs)."""
-    try:
-        missing = _missing_file(args.store)
-        if missing is not None:
-            error(f"no store at {missing} (read commands never create one)")
-            return None
-        return await EventStore.open(args.store)
+    if address_error(args.store, existing=True):
+        return None
+    try:  # (only a what-if saved as a run writes)
+        return await EventStore.open(args.store, reading=not getattr(args, "save_as", None))
     except Exception as exc:  # a store we cannot open or migrate
-        error(f"cannot open store {args.store}: {exc}")
+        error(open_failure(args.store, exc))
         return None
 
 
@@ -374,6 +408,9 @@ async def _replay(args: argparse.Namespace, console: Console) -> int:
     from ledgerlet_core.model.timefmt import parse_rfc3339
     from ledgerlet_services.app.replay import NoSuchRun, incomplete_warning, replay_run, run_state
 
+    out = _output(args.decisions, "--decisions", args.store) if args.decisions is not None else None
+    if out is False:
+        return EXIT_BAD_INPUT
     store = await _open(args, console)
     if store is None:
         return EXIT_BAD_INPUT
@@ -396,11 +433,14 @@ async def _replay(args: argparse.Namespace, console: Console) -> int:
     finally:
         await store.close()
     recorded = replay.recorded
-    if args.decisions is not None:
+    if isinstance(out, Output):
         decisions = [e for e in replay.derived.values() if e.kind == DECISION]
         data = encode_records(to_records(decisions, parse_rfc3339(recorded.started.start)))
-        args.decisions.parent.mkdir(parents=True, exist_ok=True)
-        args.decisions.write_bytes(data)
+        try:
+            write_output(out, data)
+        except OutputFailed as exc:
+            error(f"the re-derived decision log was not written: {exc}")
+            return EXIT_MISMATCH
     if args.output != "text":
         mismatches = replay.mismatches() if args.verify else []
         _print_data(_replay_data(replay, args.verify, args.quick, mismatches), args.output)
@@ -447,8 +487,8 @@ async def _whatif(args: argparse.Namespace, console: Console) -> int:
     file_config: dict[str, Any] | None = None
     if args.config is not None:
         try:
-            file_config = yaml.safe_load(args.config.read_text(encoding="utf-8")) or {}
-        except (OSError, yaml.YAMLError) as exc:
+            file_config = yaml.safe_load(read_bounded(args.config, str(args.config)).decode()) or {}
+        except (OSError, yaml.YAMLError, InputError, UnicodeDecodeError) as exc:
             error(f"{args.config}: {exc}")
             return EXIT_BAD_INPUT
         if not isinstance(file_config, dict):
@@ -457,6 +497,14 @@ async def _whatif(args: argparse.Namespace, console: Console) -> int:
     if not args.assignments and file_config is None:
         error("whatif needs --set FIELD=VALUE or --config FILE")
         return EXIT_BAD_INPUT
+    if args.save_as is not None:
+        from ledgerlet_store.run_ids import BadRunId, check_run_id
+
+        try:
+            check_run_id(args.save_as, "--save-as")
+        except BadRunId as exc:
+            error(str(exc))
+            return EXIT_BAD_INPUT
     store = await _open(args, console)
     if store is None:
         return EXIT_BAD_INPUT
@@ -667,17 +715,31 @@ async def _report(args: argparse.Namespace, console: Console) -> int:
     from ledgerlet_services.audit.queries import NotFound
     from ledgerlet_services.audit.report import write_report
 
+    out = _output(args.out, "--out", args.store)
+    if out is False:
+        return EXIT_BAD_INPUT
+    assert isinstance(out, Output)
     store = await _open(args, console)
     if store is None:
         return EXIT_BAD_INPUT
     try:
         with progress.steps(args, "report") as update:
-            summary = await write_report(store, args.run, args.out, compare=args.compare, progress=update)
+            summary = await write_report(
+                store,
+                args.run,
+                args.out,
+                compare=args.compare,
+                progress=update,
+                write=lambda data: write_output(out, data),
+            )
         if args.run not in (None, "", "latest"):
             await _warn_if_incomplete(store, args.run)
     except NotFound as exc:
         error(str(exc))
         return EXIT_BAD_INPUT
+    except OutputFailed as exc:
+        error(f"the report was not written: {exc}")
+        return EXIT_MISMATCH
     finally:
         await store.close()
     to_stdout = str(args.out) == "-"  # the report is standard output: the summary goes to standard error
@@ -726,7 +788,9 @@ def _collect(args: argparse.Namespace, console: Console) -> int:
 def _import(args: argparse.Namespace, console: Console) -> int:
     from ledgerlet_services.app.recording_import import import_files
 
+    given = [*args.inputs, *args.objects, *args.stats, *([args.kubelet_config] if args.kubelet_config else [])]
     try:
+        out = check_output(args.out, "--out", reads=[("a recording read", Path(p)) for p in given if p != "-"])
         summary = import_files(
             inputs=args.inputs,
             objects=args.objects,
@@ -735,9 +799,13 @@ def _import(args: argparse.Namespace, console: Console) -> int:
             name=args.name,
             out=args.out,
             allow_gaps=args.allow_gaps,
+            write=lambda data: write_output(out, data),
         )
-    except InputError as exc:
+    except (InputError, OutputRefused) as exc:
         error(str(exc))
         return EXIT_BAD_INPUT
+    except OutputFailed as exc:
+        error(f"the scenario was not written: {exc}")
+        return EXIT_MISMATCH
     (Console(stderr=True) if str(args.out) == "-" else console).print(escape(summary), highlight=False)
     return EXIT_OK

@@ -6,19 +6,28 @@ check that fails included, goes to the full command line, with its messages and 
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from collections.abc import Sequence
 
 
+def _stopped_loading(signum: int, frame: object) -> None:
+    """Ctrl-C or SIGTERM while the command line loads (seconds on a busy machine): a
+    message and 128 + the signal's number, as later on (SIGTERM's default would end
+    the process without a word)."""
+    sys.stderr.write(f"stopped: interrupted by {signal.Signals(signum).name} while starting; nothing was run\n")
+    os._exit(128 + signum)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _stopped_loading)
     args = list(sys.argv[1:] if argv is None else argv)
     if healthy_at_once(args):
         return 0
-    try:
-        from ledgerlet_services.app.cli import main as cli_main
-    except KeyboardInterrupt:  # Ctrl-C while the command line loads (seconds on a busy machine)
-        sys.stderr.write("stopped: interrupted\n")
-        return 130
+    from ledgerlet_services.app.cli import main as cli_main
+
     return cli_main(args)
 
 

@@ -12,7 +12,7 @@ skipped and said, with why.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -21,11 +21,13 @@ from typing import Any, BinaryIO
 import yaml
 
 from ledgerlet_core.model.errors import InputError
-from ledgerlet_core.scenario.bounds import check_size, decode_text
+from ledgerlet_core.scenario.bounds import decode_text
 from ledgerlet_core.scenario.documents import KubernetesLoader, read_documents
 from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_core.scenario.recording import build_scenario, offset_text
 from ledgerlet_core.scenario.recording_gaps import MAX_GAP
+from ledgerlet_services.app.inputs import read_bounded, read_stream_bounded
+from ledgerlet_services.app.outputs import check_output, write_output
 
 STDIN = "-"
 
@@ -85,12 +87,10 @@ class _Reader:
             if self._stdin_read:
                 raise InputError("standard input (-) can be given once", file=source)
             self._stdin_read = True
-            data = (self._stdin or sys.stdin.buffer).read()
+            data = read_stream_bounded(self._stdin or sys.stdin.buffer, source)
         else:
-            path = Path(name)
             try:
-                check_size(path.stat().st_size, source)  # before reading it all in
-                data = path.read_bytes()
+                data = read_bounded(Path(name), source)  # (a device or a FIFO too: up to the limit)
             except OSError as exc:
                 raise InputError(exc.strerror or str(exc), file=source) from None
         docs = read_documents(decode_text(data, source), source, KubernetesLoader)
@@ -169,9 +169,12 @@ def import_files(
     out: Path,
     stdin: BinaryIO | None = None,
     allow_gaps: bool = False,
+    write: Callable[[bytes], None] | None = None,
 ) -> str:
-    """Read, build, check, write; the summary for the user. ``allow_gaps`` takes
-    recordings however far apart (scenario/recording_gaps.py)."""
+    """Read the recordings, build the scenario, check that it loads, and write it to
+    ``out`` (with ``write``: the command line's safe writer, checked beforehand; ``-``:
+    standard output); the summary for the user. ``allow_gaps`` takes recordings however
+    far apart (scenario/recording_gaps.py)."""
     rec = read_recording(inputs=inputs, objects=objects, stats=stats, kubelet_config=kubelet_config, stdin=stdin)
     if not rec.objects:
         raise InputError(
@@ -192,14 +195,7 @@ def import_files(
     text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=120)
     # refuse to write what `ledgerlet run` would refuse; the error names the file to be
     scenario = load_scenario(text, f"{out} (built from the recordings, not written)")
-    if str(out) == "-":  # standard output (the summary then goes to standard error)
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    else:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(f".{out.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(out)
+    (write or (lambda data: write_output(check_output(out, "--out"), data)))(text.encode())
     lines = [
         f"{out}: {len(scenario.objects)} objects, {len(scenario.events)} stats events over "
         f"{offset_text(timedelta(microseconds=scenario.duration // 1000))} from {doc['spec'].get('start', '-')}",

@@ -9,6 +9,8 @@ what they derive instead of storing it.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +24,7 @@ from ledgerlet_core.contracts.batch import BATCH
 from ledgerlet_core.contracts.envelope import Envelope, event_id
 from ledgerlet_core.contracts.inputs import OBSERVATIONS_WHOLE
 from ledgerlet_core.contracts.internal import RUN_COMPLETED, RUN_FAILED
-from ledgerlet_core.contracts.observed import OBSERVED_BATCH, decode_observed, observation_members, observed_count
+from ledgerlet_core.contracts.observed import OBSERVED_BATCH, observation_members, observed_count
 from ledgerlet_core.contracts.registry import DECISION, INPUT, INTERNAL, decode_data, encode_data
 from ledgerlet_core.controllers.config import ControllerConfig
 from ledgerlet_core.kubelet.config import check_kubelet_settings, resolve_kubelet_config
@@ -39,6 +41,8 @@ from ledgerlet_core.postmortem.compare import (
 from ledgerlet_core.postmortem.overrides import apply_overrides
 from ledgerlet_core.scheduling.config import SchedulerConfig, config_errors
 from ledgerlet_services.runtime.embedded import ServiceFailed, record_outcome, run_feed
+from ledgerlet_services.runtime.recorder import DEFAULT_STORE_WAIT
+from ledgerlet_services.runtime.run_binding import observations_stored_whole
 from ledgerlet_store.store import EventStore, RunState, UnknownRun, pick_run
 
 
@@ -102,19 +106,7 @@ async def read_recorded(store: EventStore, run: str, *, batch: int = 20_000) -> 
     if started is None:
         raise NoSuchRun(f"run {run!r} has no ScenarioStarted event: nothing to replay from")
     inputs.sort(key=Envelope.sort_key)
-    full = decode_data(started).observations == OBSERVATIONS_WHOLE
-    looked = 0
-    async for stored in store.iter_run(run, batch=1000, kinds=(INTERNAL,), members=False):  # the first derived one says
-        data = bytes(stored.envelope.data)
-        if stored.envelope.type == OBSERVED_BATCH:
-            full = full or decode_observed(data).whole
-            break
-        if stored.envelope.type == "NodeObserved" and b'"source":"usage"' in data:
-            full = b'"podsOmitted"' not in data
-            break
-        looked += 1
-        if looked >= 5000:  # (the first pass of a closed-loop node comes at once: there are none)
-            break
+    full = bool(await observations_stored_whole(store, run))  # (the first derived observation says)
     recorded = RecordedRun(run, decode_data(started), inputs, time.perf_counter() - began, full)
     if full and recorded.started.observations != OBSERVATIONS_WHOLE:  # (recorded before the field said so)
         recorded.started = msgspec.structs.replace(recorded.started, observations=OBSERVATIONS_WHOLE)
@@ -419,9 +411,11 @@ async def whatif_run(
                 duration=started.duration,
                 progress=progress,
                 full_observations=recorded.full_observations,
+                store_wait=DEFAULT_STORE_WAIT,  # (a store that stays away ends it, as a run)
             )
-        except ServiceFailed as exc:  # stored as failed, as a run's driver stores it
-            await record_outcome(store, save_as, started.duration, RUN_FAILED, str(exc))
+        except ServiceFailed as exc:  # stored as failed, as a run's driver stores it (if the store can)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(record_outcome(store, save_as, started.duration, RUN_FAILED, str(exc)), 10)
             raise
         await record_outcome(store, save_as, started.duration, RUN_COMPLETED)
         alt = [e.envelope for e in await store.read_run(save_as, kind=DECISION)]

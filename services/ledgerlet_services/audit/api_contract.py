@@ -67,7 +67,7 @@ def with_problem_responses(doc: dict[str, Any], extra_schemas: dict[str, Any] | 
             had_validation = responses.pop("422", None) is not None
             if had_validation or path.startswith("/v1/"):
                 responses["400"] = _problem("400")
-            if path.startswith("/v1/"):
+            if path.startswith("/v1/") or path == "/metrics":
                 responses["401"] = _problem("401")
             if path.startswith("/v1/runs/"):
                 responses["404"] = _problem("404")

@@ -100,4 +100,3 @@ class Health(_Model):
 
 class Ready(_Model):
     status: Literal["ready"]
-    store: str

@@ -2,7 +2,8 @@
 
 ``/v1/runs/{run}/...``: ``run`` is a run id or ``latest``. Errors are RFC 9457
 ``application/problem+json``. With a token configured every ``/v1`` route wants
-``Authorization: Bearer TOKEN``; ``/healthz`` and ``/readyz`` never do. Beside it,
+``Authorization: Bearer TOKEN``, and so does ``/metrics``; ``/healthz`` and ``/readyz``
+never do (and say nothing of the store). Beside it,
 ``/k8s/{run}/{at}/...`` is a read-only Kubernetes API over the same store (``kube_api``),
 behind the same token.
 """
@@ -32,6 +33,7 @@ from ledgerlet_services.audit import api_models as api
 from ledgerlet_services.audit.api_contract import PROBLEM, ApiMetrics, with_problem_responses
 from ledgerlet_services.audit.kube_api.app import PREFIX as KUBE_PREFIX
 from ledgerlet_services.audit.kube_api.app import create_kube_app
+from ledgerlet_services.audit.kube_api.meta import status_object
 from ledgerlet_services.audit.kube_api.root import add_root_routes
 from ledgerlet_services.audit.kube_api.routes import kube_route
 from ledgerlet_services.audit.queries import DEFAULT_PAGE, MAX_PAGE, Audit, BadCursor, BadFilter, NotFound
@@ -100,7 +102,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = store is None
-        app.state.store = store or await EventStore.open(store_dsn)
+        app.state.store = store or await EventStore.open(store_dsn, reading=True)
         app.state.audit = Audit(app.state.store)
         beat = asyncio.create_task(_beat(app.state.store, heartbeat)) if heartbeat is not None else None
         try:
@@ -169,6 +171,9 @@ def create_app(
 
     @app.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException) -> Response:
+        if _kube_path(request):  # (a path under /k8s the mount cannot match: it holds a newline)
+            found = "the server could not find the requested resource"
+            return _kube_status(exc.status_code, found if exc.status_code == 404 else str(exc.detail))
         headers = dict(exc.headers or {})  # a 405 says what is allowed (Allow)
         if exc.status_code == 401:
             headers["WWW-Authenticate"] = "Bearer"
@@ -199,7 +204,10 @@ def create_app(
         """A NUL byte is no part of any id, name or filter (PostgreSQL refuses it in text)."""
         raw = request.scope.get("raw_path", b"") + b"?" + request.scope.get("query_string", b"")
         if b"\x00" in raw or b"%00" in raw:
-            return problem(400, "Bad Request", "a NUL byte is not allowed in the path or the query", request)
+            message = "a NUL byte is not allowed in the path or the query"
+            if _kube_path(request):  # (kubectl's side answers as the API server: a Status)
+                return _kube_status(400, message)
+            return problem(400, "Bad Request", message, request)
         return await call_next(request)
 
     @app.exception_handler(RequestValidationError)
@@ -207,9 +215,10 @@ def create_app(
         parts = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
         return problem(400, "Bad Request", "; ".join(parts), request)
 
-    @app.get("/metrics", tags=["health"], response_class=PlainTextResponse)
+    @app.get("/metrics", dependencies=[Auth], tags=["health"], response_class=PlainTextResponse)
     async def prometheus_metrics() -> Response:
-        """Prometheus text format: requests by route and status, and their latency."""
+        """Prometheus text format: requests by route and status, and their latency (behind
+        the token when there is one: the routes and their traffic are the server's own)."""
         return metrics.answer()
 
     @app.get("/healthz", tags=["health"], response_model=api.Health)
@@ -218,12 +227,15 @@ def create_app(
 
     @app.get("/readyz", tags=["health"], response_model=api.Ready)
     async def readyz(request: Request) -> Response:
+        """Whether the store answers; open to probes, so it says nothing of the store
+        itself (its address named the database host and user to anyone)."""
         try:
             async with request.app.state.store.engine.connect() as conn:
                 await conn.execute(sa.text("SELECT 1"))
-        except Exception as exc:  # the store is away: not ready
-            return problem(503, "Service Unavailable", f"event store unreachable: {exc}", request)
-        return JSONResponse({"status": "ready", "store": request.app.state.store.describe()})
+        except Exception:  # the store is away: not ready (why is in the server's log)
+            log.warning("readyz: the event store does not answer", exc_info=True)
+            return problem(503, "Service Unavailable", "the event store does not answer", request)
+        return JSONResponse({"status": "ready"})
 
     @app.get("/v1/runs", dependencies=[Auth], tags=["runs"], response_model=list[api.Run], **TYPED)
     async def runs(a: AuditDep) -> list[dict[str, Any]]:
@@ -349,6 +361,18 @@ async def window_seconds(
         except InstantError as exc:
             raise BadFilter(f"{name}: {exc}") from None
     return out[0], out[1]
+
+
+def _kube_path(request: Request) -> bool:
+    path = request.url.path
+    return path == KUBE_PREFIX or path.startswith(KUBE_PREFIX + "/")
+
+
+def _kube_status(code: int, message: str) -> Response:
+    """An error under ``/k8s`` as the API server gives it (a ``Status``), even where the
+    request never reached the facade."""
+    reason = {400: "BadRequest", 401: "Unauthorized", 404: "NotFound", 405: "MethodNotAllowed"}.get(code, "BadRequest")
+    return JSONResponse(status_object(code, reason, message), status_code=code)
 
 
 def _audit_of(app: FastAPI) -> Audit:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -292,25 +291,19 @@ async def write_report(
     run: str | None,
     out: Path,
     *,
+    write: Callable[[bytes], None],
     compare: str | None = None,
     progress: Progress | None = None,
 ) -> ReportSummary:
-    """Write the report to ``out`` (``-``: standard output)."""
+    """Render a run's report and hand it to ``write`` (the command line's safe writer, for
+    the path ``out``, or standard output for ``-``); what was written."""
     report = await collect(store, run, progress)
     if compare is not None:
         other = await collect(store, compare)
         report.compared = Compared(run=other.run, source=other.source, verdicts=other.verdicts)
     if progress is not None:
         progress("drawing the charts", len(report.nodes), len(report.nodes) + 1)
-    text = render_report(report)
-    if str(out) == "-":
-        sys.stdout.write(text)
-        sys.stdout.flush()
-    else:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(f".{out.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(out)
+    write(render_report(report).encode())
     plots = sum(len(s.series) for s in report.nodes)
     return ReportSummary(
         str(out), report.run, sum(report.counts.values()), len(report.evictions), plots, len(report.nodes)

@@ -38,6 +38,7 @@ from ledgerlet_services.runtime.lease import Lease
 from ledgerlet_services.runtime.pool import Pool, Presence
 from ledgerlet_services.runtime.recorder import NAME as RECORDER
 from ledgerlet_services.runtime.recorder import RecorderRunner
+from ledgerlet_services.runtime.run_binding import check_run_binding
 from ledgerlet_services.runtime.shell import ServiceRunner, not_splittable
 from ledgerlet_services.runtime.snapshots import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS, HOST_SLOT, Snapshots
 from ledgerlet_services.runtime.telemetry import Telemetry
@@ -273,6 +274,12 @@ async def drive(
     run_id = run or new_run_id()
     began = time.perf_counter()
     scenario = dataclasses.replace(scenario, order_scheme=order_scheme_for(members, scenario.order_scheme))
+    if run is not None:  # completing a run: the same scenario, the same options (run_binding)
+        store = await open_store(store_dsn)
+        try:
+            await check_run_binding(store, run_id, scenario)
+        finally:
+            await store.close()
     bus = await open_bus(bus_url, client_id="ledgerlet-driver", partitions=partitions)
     try:
         driver = Driver(

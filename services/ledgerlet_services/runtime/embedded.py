@@ -55,7 +55,10 @@ MAX_BACKLOG_BYTES = 32 << 20
 
 
 class ServiceFailed(RuntimeError):
-    """A service stopped with an error during the run."""
+    """A service stopped with an error during the run (``outcome_stored``: the run is
+    stored as failed; the store may be what failed)."""
+
+    outcome_stored: bool = False
 
 
 @dataclass
@@ -83,7 +86,10 @@ async def run_embedded(
     telemetry: Telemetry | None = None,
     bus: MemoryBus | None = None,
     idle_timeout: float = IDLE_TIMEOUT,
+    store_wait: float | None = None,
 ) -> RunResult:
+    """``store_wait``: seconds the store may refuse every write before the run fails
+    (None: waited out for ever)."""
     run_id = run or new_run_id()
     began = time.perf_counter()
     if full_observations and scenario.observations != OBSERVATIONS_WHOLE:
@@ -100,10 +106,12 @@ async def run_embedded(
             telemetry=telemetry,
             bus=bus,
             idle_timeout=idle_timeout,
+            store_wait=store_wait,
         )
     except ServiceFailed as exc:
-        with contextlib.suppress(Exception):  # (the store may be what failed)
-            await record_outcome(store, run_id, scenario.duration, RUN_FAILED, str(exc))
+        with contextlib.suppress(Exception):  # (the store may be what failed: bounded)
+            await asyncio.wait_for(record_outcome(store, run_id, scenario.duration, RUN_FAILED, str(exc)), 10)
+            exc.outcome_stored = True
         raise
     finally:
         SHARED_DECODING.forget(run_id, scenario.digest)
@@ -159,6 +167,7 @@ async def run_feed(
     idle_timeout: float = IDLE_TIMEOUT,
     quiet_nodes: frozenset[str] = frozenset(),
     members: Mapping[str, int] | None = None,
+    store_wait: float | None = None,
 ) -> FeedOutcome:
     """Drive a run's input events through every control loop; everything lands in ``sink``.
 
@@ -182,6 +191,7 @@ async def run_feed(
             telemetry=telemetry,
             quiet_nodes=quiet_nodes,
             full_observations=full_observations,
+            store_wait=store_wait,
         )
         del feed  # (the engine lets each input go once it is handed out)
         try:
@@ -202,6 +212,7 @@ async def run_feed(
         idle_timeout=idle_timeout,
         quiet_nodes=quiet_nodes,
         members=members,
+        store_wait=store_wait,
     )
 
 
@@ -219,6 +230,7 @@ async def run_on_bus(
     idle_timeout: float = IDLE_TIMEOUT,
     quiet_nodes: frozenset[str] = frozenset(),
     members: Mapping[str, int] | None = None,
+    store_wait: float | None = None,
 ) -> FeedOutcome:
     """:func:`run_feed` with every loop a service runner of its own on an in-memory bus,
     with the recorder and the driver, exactly as the distributed stack runs them."""
@@ -237,7 +249,9 @@ async def run_on_bus(
         ServiceRunner(bus, kind, telemetry=telemetry, envelopes=shared, quiet_nodes=quiet_nodes, member=member)
         for kind, member in shares
     ]
-    recorder = RecorderRunner(bus, sink, full_observations=full_observations, telemetry=telemetry, envelopes=shared)
+    recorder = RecorderRunner(
+        bus, sink, full_observations=full_observations, telemetry=telemetry, envelopes=shared, store_wait=store_wait
+    )
     groups = {r.group: list(r.topics) for r in runners}
     driver = Driver(
         bus,

@@ -46,7 +46,7 @@ from ledgerlet_services.runtime.clock_book import ClockBook
 from ledgerlet_services.runtime.driver import DriverStats
 from ledgerlet_services.runtime.outgoing import routed
 from ledgerlet_services.runtime.recorder import NAME as RECORDER
-from ledgerlet_services.runtime.recorder import STOP_GRACE, EventSink, stored_form
+from ledgerlet_services.runtime.recorder import STOP_GRACE, EventSink, StoreUnwritable, append_waiting, stored_form
 from ledgerlet_services.runtime.telemetry import Telemetry
 
 Headers = tuple[tuple[str, bytes], ...]
@@ -90,13 +90,18 @@ class Engine:
         quiet_nodes: frozenset[str] = frozenset(),
         full_observations: bool = False,
         loops: Sequence[type[Loop]] = CONTROL_LOOPS,
+        store_wait: float | None = None,
     ) -> None:
+        """``store_wait``: seconds the store may refuse every append before the run fails
+        (:class:`~ledgerlet_services.runtime.recorder.StoreUnwritable`); None: for ever."""
         self.run_id = run
         self.duration = duration
         self.sink = sink
         self.progress = progress
         self.telemetry = telemetry or Telemetry.disabled()
         self.full_observations = full_observations
+        self.store_wait = store_wait
+        self._never = asyncio.Event()
         #: inputs not dispatched yet, in order (each let go once handed out)
         self.feed = deque(sorted(feed, key=Envelope.sort_key))
         self.view = ClusterView(SHARED_DECODING)
@@ -169,6 +174,8 @@ class Engine:
             with contextlib.suppress(Exception):
                 await self._flush(final=True)
             raise
+        except StoreUnwritable as exc:  # (as the recorder's service would stop)
+            raise LoopFailed(RECORDER, exc) from exc
         except asyncio.CancelledError:
             # interrupted: what the store has is kept, the rest left for a run completed
             # later with this id; a run that stored nothing yet stores its start
@@ -359,6 +366,7 @@ class Engine:
         return len(self._pending) >= APPEND_EVERY or self._pending_bytes >= APPEND_BYTES
 
     async def _store(self, batch: list[tuple[Envelope, Headers]]) -> int:
-        stored = await self.sink.append_batch([stored_form(env, full=self.full_observations) for env, _ in batch])
+        envelopes = [stored_form(env, full=self.full_observations) for env, _ in batch]
+        stored = await append_waiting(self.sink, envelopes, who=RECORDER, stop=self._never, wait=self.store_wait)
         self.telemetry.stored(RECORDER, batch)
         return stored

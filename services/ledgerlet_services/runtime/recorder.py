@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Final, Protocol
 
 import msgspec
 from sqlalchemy.exc import SQLAlchemyError
@@ -33,8 +33,16 @@ NAME = "event-recorder"
 #: how long a stopping recorder waits for the write under way before it gives up on it
 STOP_GRACE = 30.0
 
+#: seconds a run waits for a store that refuses every write before it fails (``ledgerlet
+#: run --store-wait``): a database restart is ridden out, a store that stays away ends it
+DEFAULT_STORE_WAIT: Final = 60.0
+
 #: what a database restart looks like from here
 _STORE_AWAY = (SQLAlchemyError, StoreError, OSError, asyncio.TimeoutError)
+
+
+class StoreUnwritable(RuntimeError):
+    """The store took no batch for the recorder's whole ``store_wait``."""
 
 
 class EventSink(Protocol):
@@ -56,8 +64,12 @@ class RecorderRunner:
         full_observations: bool = False,
         telemetry: Telemetry | None = None,
         envelopes: SharedEnvelopes | None = None,
+        store_wait: float | None = None,
     ) -> None:
-        """``envelopes``: decoding shared with the loops of an embedded run."""
+        """``envelopes``: decoding shared with the loops of an embedded run.
+        ``store_wait``: seconds of failed appends after which the recorder gives up
+        (:class:`StoreUnwritable`); None, as a service does, waits for ever."""
+        self.store_wait = store_wait
         self._decode: Callable[[bytes, str], Envelope] = (
             envelopes.decode if envelopes is not None else lambda value, _: decode_envelope(value)
         )
@@ -108,12 +120,7 @@ class RecorderRunner:
         ``STOP_GRACE`` seconds): one cut off half way can leave its connection unusable
         and closing the store would then wait for ever."""
         try:
-            return await with_backoff(
-                f"{self.name}: storing {len(envelopes)} events",
-                lambda: self.store.append_batch(envelopes),
-                retry_on=_STORE_AWAY,
-                stop=self._stop,
-            )
+            return await append_waiting(self.store, envelopes, who=self.name, stop=self._stop, wait=self.store_wait)
         except Stopped:
             return None
 
@@ -123,6 +130,28 @@ class RecorderRunner:
         _, pending = await asyncio.wait([task], timeout=STOP_GRACE)
         for t in pending:
             t.cancel()
+
+
+async def append_waiting(
+    store: EventSink, envelopes: Sequence[Envelope], *, who: str, stop: asyncio.Event, wait: float | None
+) -> int:
+    """Append, retrying with backoff while the database is away, for at most ``wait``
+    seconds (None: for ever), then :class:`StoreUnwritable`; :class:`Stopped` if told to
+    ``stop`` before the store took them."""
+    try:
+        return await with_backoff(
+            f"{who}: storing {len(envelopes)} events",
+            lambda: store.append_batch(envelopes),
+            retry_on=_STORE_AWAY,
+            stop=stop,
+            deadline=wait,
+        )
+    except _STORE_AWAY as exc:  # (only past the deadline: before it, with_backoff retries)
+        orig = getattr(exc, "orig", None)
+        reason = str(orig if orig is not None else exc).strip().splitlines()
+        raise StoreUnwritable(
+            f"the store took nothing for {wait:g} s: {reason[0] if reason else type(exc).__name__}"
+        ) from exc
 
 
 def stored_form(env: Envelope, *, full: bool) -> Envelope:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Final
 
 from ledgerlet_core.kubelet.eviction.signals import SIGNAL_RANK, Signal, parse_signal
+from ledgerlet_core.model.codec import within_int64
 from ledgerlet_core.model.duration import DurationError, parse_duration
 from ledgerlet_core.model.quantity import NANO, Quantity, QuantityError, parse_quantity
 
@@ -157,7 +158,7 @@ def parse_threshold_statement(key: str, text: str, *, setting: str = "evictionHa
             )
         return Threshold(signal=signal, value=ThresholdValue(percentage=pct, written=text))
     try:
-        q = parse_quantity(text)
+        q = within_int64(parse_quantity(text))  # (1e9999 stopped the eviction manager mid-run)
     except QuantityError as exc:
         raise ThresholdError(str(exc), setting=setting, key=key) from None
     if q.sign() <= 0:
@@ -200,7 +201,7 @@ def parse_minimum_reclaims(statements: Mapping[str, str]) -> dict[Signal, Thresh
             out[signal] = ThresholdValue(percentage=pct, written=text)
             continue
         try:
-            q = parse_quantity(text)
+            q = within_int64(parse_quantity(text))
         except QuantityError as exc:
             raise ThresholdError(str(exc), setting=setting, key=key) from None
         if q.sign() < 0:

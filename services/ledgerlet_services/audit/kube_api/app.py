@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -32,10 +33,11 @@ from ledgerlet_services.audit.kube_api.clock import ShiftedReader, shift_to_now,
 from ledgerlet_services.audit.kube_api.meta import (
     ApiError,
     Instant,
-    bad_request,
     instant_of,
     not_found,
+    query_int,
     resource_version,
+    status_object,
 )
 from ledgerlet_services.audit.kube_api.openapi import v2_answer, v3_document, v3_index
 from ledgerlet_services.audit.kube_api.reader import Change, KubeReader, Query, after_instant
@@ -65,6 +67,8 @@ ALL_METHODS: Final = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"
 TABLE_TYPE: Final = "application/json;as=Table;v=v1;g=meta.k8s.io"
 #: how long a watch stays open when the client does not say (the API server's lower bound)
 DEFAULT_WATCH_SECONDS: Final = 1800
+#: the longest a watch stays open (a year: a deadline the clock can add)
+MAX_WATCH_SECONDS: Final = 365 * 24 * 3600
 #: a run still being recorded is polled this often once a watch has caught up
 POLL_SECONDS: Final = 1.0
 MAX_LIMIT: Final = 5000
@@ -128,12 +132,8 @@ def _field_selector(target: Target, text: str | None) -> FieldSelector:
 
 
 def _limit(text: str | None) -> int | None:
-    if not text:
-        return None
-    if not text.isdigit():
-        raise bad_request(f"limit must be a non-negative integer, got {text!r}")
-    value = int(text)
-    return None if value == 0 else min(value, MAX_LIMIT)
+    value = query_int(text, "limit")
+    return None if not value else min(value, MAX_LIMIT)
 
 
 def create_kube_app(audit: Callable[[], Audit], token: str | None) -> Starlette:
@@ -322,8 +322,8 @@ def create_kube_app(audit: Callable[[], Audit], token: str | None) -> Starlette:
             if given is None:
                 raise ApiError(410, "Expired", f"too old resource version: {rv_text}")
             from_t = min(max(given, 0), instant.end)
-        timeout = params.get("timeoutSeconds")
-        seconds = int(timeout) if timeout and timeout.isdigit() else DEFAULT_WATCH_SECONDS
+        timeout = query_int(params.get("timeoutSeconds"), "timeoutSeconds")
+        seconds = min(timeout, MAX_WATCH_SECONDS) if timeout else DEFAULT_WATCH_SECONDS
         fields_of = _ALLOWED_FIELDS.get(resource.kind, (None, None))[1]
 
         def matches(obj: dict[str, Any] | None) -> bool:
@@ -388,7 +388,19 @@ def create_kube_app(audit: Callable[[], Audit], token: str | None) -> Starlette:
         media = TABLE_TYPE if version is not None else "application/json"
         return StreamingResponse(stream(), media_type=media, headers=headers)
 
-    return Starlette(routes=[Route("/{path:path}", endpoint, methods=ALL_METHODS)])
+    async def routing_error(request: Request, exc: Exception) -> Response:
+        """What the router answers itself, as a ``Status`` too: a path it cannot match (one
+        holding a newline), a method no route takes (``TRACE``, or one made up)."""
+        code = getattr(exc, "status_code", 404)
+        if code == 405:
+            return _status(_refused(None, "", request.method))
+        message = "the server could not find the requested resource" if code == 404 else str(exc)
+        return JSONResponse(status_object(code, "NotFound" if code == 404 else "BadRequest", message), status_code=code)
+
+    return Starlette(
+        routes=[Route("/{path:path}", endpoint, methods=ALL_METHODS)],
+        exception_handlers={HTTPException: routing_error},
+    )
 
 
 def discovery(request: Request, *, legacy: bool, rest: list[str]) -> Response:

@@ -54,12 +54,37 @@ def resource_version(t_ns: int) -> str:
     return str(t_ns + 1)
 
 
+#: the largest value of an integer query parameter (Go's int64, as the API server parses them)
+MAX_INT64: Final = (1 << 63) - 1
+
+
+def ascii_uint(text: str) -> int | None:
+    """``text`` as a non-negative int64 written in ASCII digits, else None. (``str.isdigit``
+    takes superscripts, which ``int`` refuses, and ``int`` refuses more than 4,300 digits:
+    both were a 500.)"""
+    if not text or len(text) > 19 or not text.isascii() or not text.isdigit():
+        return None
+    value = int(text)
+    return value if value <= MAX_INT64 else None
+
+
+def query_int(text: str | None, name: str) -> int | None:
+    """An integer query parameter (``limit``, ``timeoutSeconds``): absent is None; one that
+    is not a non-negative int64 in ASCII digits is a 400, as the API server's parameter
+    decoding answers (``strconv.ParseInt``)."""
+    if text is None or text == "":
+        return None
+    value = ascii_uint(text)
+    if value is None:
+        shown = text if len(text) <= 40 else text[:40] + "..."
+        raise bad_request(f"{name} must be a non-negative integer of at most {MAX_INT64}, got {shown!r}")
+    return value
+
+
 def instant_of(resource_version_text: str) -> int | None:
     """The virtual instant a resource version names, or None when it is not one of ours."""
-    if not resource_version_text.isdigit() or len(resource_version_text) > 19:
-        return None
-    value = int(resource_version_text)
-    return value - 1 if value > 0 else None
+    value = ascii_uint(resource_version_text)
+    return value - 1 if value else None
 
 
 def facade_uid(*parts: str) -> str:

@@ -39,10 +39,25 @@ class Requirement:
             return has
         if self.op == "!":
             return not has
-        if not has or not re.fullmatch(r"-?\d+", value):
+        # upstream: the label's value as ``strconv.ParseInt(v, 10, 64)``, no match if it fails
+        number = go_int64(value) if has else None
+        if number is None:
             return False
-        bound = int(self.values[0])
-        return int(value) > bound if self.op == "gt" else int(value) < bound
+        bound = go_int64(self.values[0])
+        assert bound is not None  # (checked when parsed)
+        return number > bound if self.op == "gt" else number < bound
+
+
+_GO_INT: Final = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+
+def go_int64(text: str) -> int | None:
+    """``strconv.ParseInt(text, 10, 64)``: ASCII digits after an optional sign, within an
+    int64; None where Go returns an error (a 5,000-digit number, superscripts)."""
+    if len(text) > 20 or not _GO_INT.fullmatch(text):
+        return None
+    value = int(text)
+    return value if -(1 << 63) <= value < (1 << 63) else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +115,7 @@ def parse_label_selector(text: str | None) -> LabelSelector:
             key, op, value = m.group(1), m.group(2), m.group(3)
             _check_key(key, text)
             if op in (">", "<"):
-                if not re.fullmatch(r"-?\d+", value):
+                if go_int64(value) is None:  # (NewRequirement: strconv.ParseInt(vals[i], 10, 64))
                     raise bad_request(
                         f"unable to parse requirement: for 'gt', 'lt' operators, the value must be an integer: {part!r}"
                     )
