@@ -353,9 +353,7 @@ def _located(fn: Any) -> Any:
         raise exc.located(obj="spec") from None
 
 
-def _objects(
-    raw_objects: Any, shapes: PodShapes
-) -> tuple[list[AnyObject], list[str], dict[tuple[str, str, str], int]]:
+def _objects(raw_objects: Any, shapes: PodShapes) -> tuple[list[AnyObject], list[str], dict[tuple[str, str, str], int]]:
     """The objects, warnings, and each object's place by ``(kind, namespace, name)``."""
     if not isinstance(raw_objects, list):
         raise InputError("expected a list", obj="spec", field="objects")
