@@ -94,6 +94,14 @@ def kafka_bootstrap() -> Iterator[str]:
         yield broker.bootstrap
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test on a real broker is a distributed one, whatever its file (``make check``
+    leaves them out: the broker alone takes seconds to start)."""
+    for item in items:
+        if "kafka_bootstrap" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.distributed)
+
+
 @pytest.fixture
 def kafka_namespace() -> str:
     """Topic and group names of one test, so tests sharing a broker do not see each other."""

@@ -87,6 +87,7 @@ def _loads_or_refuses(text: str) -> Scenario | None:
         return None
 
 
+@pytest.mark.slow
 @given(text=mutants())
 @settings(max_examples=400, deadline=2000, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
 def test_mutated_examples_load_or_are_refused(text: str) -> None:
@@ -99,6 +100,7 @@ def test_arbitrary_text_loads_or_is_refused(text: str) -> None:
     _loads_or_refuses(text)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(12))
 def test_accepted_mutants_run(seed: int, tmp_path: Path) -> None:
     """A mutant the loader accepts (searched for deterministically from the seed) runs to

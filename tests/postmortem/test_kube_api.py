@@ -267,6 +267,7 @@ def test_label_and_field_selectors(kube: TestClient) -> None:
         assert answer.status_code == 400 and why in answer.json()["message"], answer.text
 
 
+@pytest.mark.slow
 def test_watch_streams_the_changes_after_the_instant_in_decision_order(kube: TestClient) -> None:
     listed = kube.get(k8s(RUN, "4m50s", "/api/v1/namespaces/kube-system/pods")).json()
     rv = listed["metadata"]["resourceVersion"]

@@ -41,6 +41,8 @@ from tests.conftest import EXAMPLES, fresh_pg_database
 from tests.postmortem.conftest import EVICTED, RUN, record
 from tests.support.audit_server import ledgerlet, serving
 
+pytestmark = pytest.mark.slow
+
 NAMESPACE, POD = EVICTED.split("/")
 NODE = "k8s-m1"
 

@@ -46,6 +46,7 @@ async def _both_ways(dsn: str) -> tuple[Replay, Replay]:
     return full, quick
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(cases()))
 async def test_quick_verification_agrees_with_the_full_one(name: str, tmp_path: Path) -> None:
     await decision_log(name, tmp_path)
@@ -78,6 +79,7 @@ async def fleet(store_dsn: str) -> str:
     return store_dsn
 
 
+@pytest.mark.slow
 async def test_quick_verification_of_a_fleet_leaves_quiet_nodes_out(fleet: str) -> None:
     _, quick = await _both_ways(fleet)
     deciding = {e.node for e in quick.derived.values() if e.node}
@@ -94,6 +96,7 @@ async def test_with_memcg_notification(tmp_path: Path) -> None:
     assert quick.quiet_count >= 16
 
 
+@pytest.mark.slow
 async def test_too_many_busy_nodes_to_name_are_filtered_as_read(fleet: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past what a query may name, the quiet nodes' observations are read and dropped."""
     async with await EventStore.open(fleet) as store:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import sqlalchemy as sa
 
 from ledgerlet_core.postmortem.compare import Mismatch
@@ -13,6 +14,8 @@ from ledgerlet_services.app.replay import replay_run
 from ledgerlet_store.schema import events
 from ledgerlet_store.store import EventStore
 from tests.postmortem.conftest import EVICTED, RUN
+
+pytestmark = pytest.mark.slow
 
 
 async def verify_run(store: EventStore, run: str) -> list[Mismatch]:

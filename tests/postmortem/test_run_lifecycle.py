@@ -64,6 +64,7 @@ async def _resumed(dsn: str) -> tuple[str, list[tuple[str, bytes]]]:
     return status, sorted((e.envelope.id, bytes(e.envelope.data)) for e in decisions)
 
 
+@pytest.mark.slow
 def test_a_cut_off_run_is_incomplete_everywhere_and_resuming_completes_it(
     store_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

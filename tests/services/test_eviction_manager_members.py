@@ -69,6 +69,7 @@ def _per_node(contents: list[str]) -> dict[str | None, list[str]]:
     return dict(by)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(cases()))
 async def test_ordered_by_node_the_same_events_under_other_ids_and_three_members_emit_each_one(name: str) -> None:
     """Ordered by node, the run stores what it stores ordered by step, under other ids,

@@ -14,6 +14,8 @@ import pytest
 
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow
+
 FAILING_RUN = """
 import sys
 from ledgerlet_services.loops.controller_manager import ControllerManager

@@ -8,6 +8,7 @@ import asyncpg
 import pytest
 
 from ledgerlet_services.runtime.lease import PING_PATIENCE, SERVER_SETTINGS, Lease, lock_id, plain_dsn
+from tests.support.waiting import Turns, until
 
 pytestmark = pytest.mark.postgres
 
@@ -22,9 +23,15 @@ async def test_one_member_holds_the_lease_and_a_standby_takes_it_when_released(p
     active, standby = Lease(pg_database, "ns.scheduler", every=0.1), Lease(pg_database, "ns.scheduler", every=0.1)
     other = Lease(pg_database, "ns.eviction-manager", every=0.1)
     assert await active.acquire(asyncio.Event())
-    beats: list[int] = []
-    assert not await standby.acquire(await _stop_after(0.5), lambda: beats.append(1))  # waits, then told to stop
-    assert len(beats) >= 3  # a standby's loop turns while it waits (its health check passes)
+    beats, stop = Turns(), asyncio.Event()
+
+    def beat() -> None:  # a standby's loop turns while it waits (its health check passes) ...
+        beats.beat()
+        if beats.count == 3:
+            stop.set()
+
+    assert not await standby.acquire(stop, beat)  # ... until it is told to stop
+    assert beats.count == 3
     assert await other.acquire(asyncio.Event())  # another service's lease is its own
     await active.release()
     assert await standby.acquire(await _stop_after(5))
@@ -39,7 +46,7 @@ async def test_a_member_whose_session_ends_has_lost_the_lease(pg_database: str) 
     active, standby = Lease(pg_database, "g", every=0.1), Lease(pg_database, "g", every=0.1)
     assert await active.acquire(asyncio.Event())
     watching = asyncio.create_task(active.lost())
-    await asyncio.sleep(0.3)
+    await until(lambda: active.pings >= 3, what="three pings answered")
     assert not watching.done()
     admin = await asyncpg.connect(plain_dsn(pg_database))
     try:

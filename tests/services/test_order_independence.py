@@ -26,6 +26,8 @@ from ledgerlet_services.runtime.shell import ServiceRunner, root_of
 from ledgerlet_store.store import EventStore
 from tests.conftest import EXAMPLES
 
+pytestmark = pytest.mark.slow
+
 Event = tuple[str, str, int, tuple[int, ...], bytes]
 
 

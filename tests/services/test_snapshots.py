@@ -47,6 +47,7 @@ from ledgerlet_services.runtime.snapshots import (
 from ledgerlet_store.snapshots import StoredSnapshot
 from ledgerlet_store.store import EventStore
 from tests.conftest import EXAMPLES
+from tests.support.waiting import Turns, until
 
 EXAMPLE_FILES = sorted(p.name for p in EXAMPLES.glob("*.yaml"))
 #: (checkpoints after every batch, however long each takes)
@@ -112,6 +113,7 @@ def emitted(runner: ServiceRunner, records: list[Record]) -> list[bytes]:
     return [encode_envelope(o.envelope) for o in runner.handle_records(records)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", CONTROL_LOOPS, ids=lambda k: k.name)
 async def test_a_restored_loop_decides_what_the_uninterrupted_one_decides(kind: type[Loop], tmp_path: Path) -> None:
     """In each example where the loop decides something after the run's first instant,
@@ -468,7 +470,9 @@ async def test_a_checkpoint_whose_fork_fails_leaks_nothing_and_waits_for_the_nex
         await _feed_until_idle(bus, kind, first)
         tried = len(forks)
         assert tried > 1  # each committed batch was due (one record is an interval here)
-        await asyncio.sleep(1.0)  # idle: five polls
+        turns = Turns()
+        runner.heartbeat = turns.beat
+        await turns.more(5)  # idle: five polls
         assert len(forks) == tried
     finally:
         runner.stop()
@@ -529,16 +533,15 @@ async def test_a_checkpoint_whose_turn_has_not_come_is_taken_once_the_service_is
     runner = ServiceRunner(bus, kind, snapshots=snaps)
     other = take_host_slot(slot)
     assert other is not None
+    turns = Turns()
+    runner.heartbeat = turns.beat
     task = asyncio.create_task(runner.run())
     try:
         await _feed_until_idle(bus, kind, first)
-        await asyncio.sleep(0.5)  # idle polls: still not its turn
+        await turns.more(3)  # idle polls: still not its turn
         assert snaps.stats.taken == 0 and snaps.waiting_for_host
         os.close(other)
-        for _ in range(100):  # the next idle poll takes it
-            if snaps.stats.taken:
-                break
-            await asyncio.sleep(0.05)
+        await until(lambda: snaps.stats.taken > 0, what="the next idle poll takes it")
         assert snaps.stats.taken == 1 and not snaps.waiting_for_host
     finally:
         runner.stop()
@@ -628,8 +631,8 @@ async def test_a_service_told_to_stop_while_its_snapshots_database_is_away_stops
     store = _Away()
     runner = ServiceRunner(MemoryBus(), kind, snapshots=Snapshots(store, "k", load_patience=1e9))
     task = asyncio.create_task(runner.run())
-    await asyncio.sleep(0.5)
-    assert store.reads > 1 and not runner.ready.is_set()  # waiting for the database
+    await until(lambda: store.reads > 1, what="the snapshot's database asked again")
+    assert not runner.ready.is_set()  # waiting for the database
     runner.stop()  # SIGTERM
     await asyncio.wait_for(task, 2)  # (the next try would have been seconds away)
 
@@ -692,7 +695,7 @@ async def test_a_member_handed_over_checkpoints_what_it_committed_and_its_next_h
         other = take_host_slot(slot)  # another member's child is pickling
         assert other is not None
         runner.hand_over()
-        await asyncio.sleep(0.5)
+        await until(lambda: snaps.waiting_for_host, what="the hand-over asked for the machine's turn")
         assert not task.done() and snaps.stats.taken == 0  # it waits for its turn
         os.close(other)
         await asyncio.wait_for(task, 30)

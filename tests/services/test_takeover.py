@@ -22,7 +22,7 @@ from tests.services.test_snapshots import _serve, _steps, emitted, recorded
 from tests.support.buses import either_bus
 
 
-@pytest.fixture(params=["memory", "kafka"])
+@pytest.fixture(params=["memory", pytest.param("kafka", marks=pytest.mark.distributed)])
 async def bus(request: pytest.FixtureRequest) -> AsyncIterator[Bus]:
     async with either_bus(request, topic_specs(2)) as b:
         yield b

@@ -59,6 +59,7 @@ async def test_spans_link_the_clock_to_the_stored_eviction_and_metrics_count_eve
     telemetry.shutdown()
 
 
+@pytest.mark.slow
 def test_ledgerlet_run_serves_prometheus_metrics_when_asked(tmp_path: Path) -> None:
     """OTEL_METRICS_EXPORTER=prometheus (the SDK's own variables) on the embedded default:
     while the run goes, /metrics on OTEL_EXPORTER_PROMETHEUS_PORT holds the services'
@@ -110,6 +111,7 @@ def test_ledgerlet_run_serves_prometheus_metrics_when_asked(tmp_path: Path) -> N
     assert proc.returncode == 143
 
 
+@pytest.mark.slow
 def test_a_bad_exporter_stops_ledgerlet_run_before_it_starts(tmp_path: Path) -> None:
     import os
     import subprocess

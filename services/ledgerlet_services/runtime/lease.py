@@ -65,6 +65,8 @@ class Lease:
         self.dsn = plain_dsn(dsn)
         self.key = key
         self.every = every
+        #: pings answered while held (how long :meth:`lost` has watched, in its own turns)
+        self.pings = 0
         self._conn: Any = None
 
     @property
@@ -112,6 +114,7 @@ class Lease:
             try:
                 async with asyncio.timeout(max(self.every * 5, PING_PATIENCE)):
                     await self._conn.fetchval("SELECT 1")
+                self.pings += 1
             except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
                 log.warning("%s: lease lost (%s): stepping down", self.key, exc)
                 await self.release()

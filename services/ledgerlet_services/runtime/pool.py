@@ -154,12 +154,14 @@ class Pool:
         *,
         every: float = POOL_EVERY,
         settle: float | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         """``settle``: how long the number of live processes must stay the same before
         this process hands a member over (default five looks), so that processes that
         rejoin together after a database restart do not send members back and forth.
         Free members are taken at once (up to the share at the count seen now): a
-        member without a host holds the clock up."""
+        member without a host holds the clock up. ``clock``: what ``settle`` is measured
+        by (seconds; the event loop's clock unless a test gives one of its own)."""
         if count < 2:
             raise ValueError(f"a pool shares 2 or more members, got {count}")
         self.name = name
@@ -169,6 +171,7 @@ class Pool:
         self.serve_member = serve_member
         self.every = every
         self.settle = settle if settle is not None else 5 * every
+        self._clock = clock
         #: the number of live processes last seen, and since when (the event loop's clock)
         self._live: tuple[int, float] | None = None
         #: the members hosted now, in the order they were taken (those being handed over
@@ -215,7 +218,8 @@ class Pool:
             async with asyncio.timeout(PING_PATIENCE + 10):
                 await self.presence.join()
             log.info("%s: joined the pool as %s", self.name, self.presence.number)
-        live, now = await self.presence.live(), asyncio.get_running_loop().time()
+        live = await self.presence.live()
+        now = self._clock() if self._clock is not None else asyncio.get_running_loop().time()
         if self._live is None or self._live[0] != live:
             self._live = (live, now)
         share = fair_share(self.count, live)

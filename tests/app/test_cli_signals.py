@@ -18,6 +18,8 @@ import pytest
 from ledgerlet_store.store import FAILED, EventStore
 from tests.conftest import EXAMPLES
 
+pytestmark = pytest.mark.slow
+
 
 async def _started(dsn: str, run: str) -> bool:
     if dsn.startswith("sqlite") and not Path(dsn.removeprefix("sqlite:///")).exists():
