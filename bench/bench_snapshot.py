@@ -26,11 +26,11 @@ from ledgerlet_services.runtime.catalog import CONTROL_LOOPS  # noqa: E402
 from ledgerlet_services.runtime.embedded import run_embedded  # noqa: E402
 from ledgerlet_services.runtime.shell import ServiceRunner  # noqa: E402
 from ledgerlet_services.runtime.snapshots import capture, restore  # noqa: E402
-from ledgerlet_store.store import EventStore  # noqa: E402
+from ledgerlet_store.store import open_store  # noqa: E402
 
 
 async def measure(scenario: Scenario, db: Path) -> None:
-    store = await EventStore.open(f"sqlite:///{db}")
+    store = await open_store(f"sqlite:///{db}")
     bus = MemoryBus(retain=True)
     try:
         await run_embedded(scenario, store, bus=bus, run="snapshot")

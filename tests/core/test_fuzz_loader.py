@@ -17,7 +17,7 @@ from ledgerlet_core.model.duration import SECOND
 from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.scenario.load import Scenario, load_scenario
 from ledgerlet_services.runtime.embedded import run_embedded
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.store import open_store
 from tests.conftest import EXAMPLES
 
 TEXTS = {p.name: p.read_text() for p in sorted(EXAMPLES.glob("*.yaml"))}
@@ -120,7 +120,7 @@ def test_accepted_mutants_run(seed: int, tmp_path: Path) -> None:
         pytest.skip("no accepted mutant found")
 
     async def run() -> None:
-        async with await EventStore.open(f"sqlite:///{tmp_path / 'events.db'}") as store:
+        async with await open_store(f"sqlite:///{tmp_path / 'events.db'}") as store:
             await run_embedded(scenario, store, run=f"fuzz-{seed}")
 
     asyncio.run(run())

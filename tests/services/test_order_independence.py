@@ -23,7 +23,7 @@ from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.loops.kubelet import EvictionManager
 from ledgerlet_services.runtime.embedded import run_embedded
 from ledgerlet_services.runtime.shell import ServiceRunner, root_of
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.store import open_store
 from tests.conftest import EXAMPLES
 
 pytestmark = pytest.mark.slow
@@ -33,7 +33,7 @@ Event = tuple[str, str, int, tuple[int, ...], bytes]
 
 async def _events(path: Path, tmp: Path, bus: MemoryBus | None) -> list[Event]:
     scenario = load_scenario(path.read_text(), str(path))
-    store = await EventStore.open(f"sqlite:///{tmp / 'events.db'}")
+    store = await open_store(f"sqlite:///{tmp / 'events.db'}")
     try:
         await run_embedded(scenario, store, run="order", bus=bus)
         stored = await store.read_run("order")

@@ -9,13 +9,13 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
-import asyncpg
 import pytest
 
 from ledgerlet_core.loop.membership import Membership
 from ledgerlet_services.runtime.distributed import UnknownService, serve
-from ledgerlet_services.runtime.lease import Lease, lock_id, plain_dsn
-from ledgerlet_services.runtime.pool import Pool, Presence, ServeMember, fair_share, pool_class_id
+from ledgerlet_services.runtime.pool import Pool, ServeMember, fair_share
+from ledgerlet_store.leases import Lease, lock_id
+from ledgerlet_store.presence import Presence
 from tests.support.waiting import Turns, until
 
 pytestmark = pytest.mark.postgres
@@ -25,32 +25,6 @@ def test_a_fair_share_is_rounded_up_so_the_live_processes_host_every_member() ->
     assert [fair_share(6, live) for live in (1, 2, 3, 4, 5, 6, 7)] == [6, 3, 2, 2, 2, 1, 1]
     assert fair_share(3, 0) == 3  # (not joined yet: counts itself)
     assert all(fair_share(n, live) * live >= n for n in range(1, 20) for live in range(1, 20))
-
-
-async def test_presence_counts_the_live_processes_and_forgets_one_whose_session_ended(pg_database: str) -> None:
-    a, b, other = Presence(pg_database, "ns.svc"), Presence(pg_database, "ns.svc"), Presence(pg_database, "ns.x")
-    for p in (a, b, other):
-        await p.join()
-    assert a.number != b.number
-    assert await a.live() == 2 and await other.live() == 1
-    admin = await asyncpg.connect(plain_dsn(pg_database))
-    try:  # what SIGKILL does to a process: its session ends
-        killed = await admin.fetchval(
-            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND classid = $1::bigint::oid"
-            " AND objid = $2::bigint::oid",
-            pool_class_id("ns.svc"),
-            b.number,
-        )
-        assert await admin.fetchval("SELECT pg_terminate_backend($1)", killed)
-    finally:
-        await admin.close()
-    for _ in range(200):  # (polled: the server forgets the session once it has ended it)
-        if await a.live() == 1:
-            break
-        await asyncio.sleep(0.05)
-    assert await a.live() == 1
-    for p in (a, b, other):
-        await p.leave()
 
 
 class _Hosts:

@@ -44,8 +44,10 @@ from ledgerlet_services.runtime.snapshots import (
     state_version,
     take_host_slot,
 )
+from ledgerlet_store.contract import StoreUnavailable
 from ledgerlet_store.snapshots import StoredSnapshot
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.sql_store import SqlEventStore
+from ledgerlet_store.store import open_store
 from tests.conftest import EXAMPLES
 from tests.support.waiting import Turns, until
 
@@ -70,7 +72,7 @@ async def recorded(example: str, tmp: Path) -> Recorded:
     if example not in _CACHE:
         bus = MemoryBus(retain=True)
         scenario = load_scenario((EXAMPLES / example).read_text(), example)
-        store = await EventStore.open(f"sqlite:///{tmp / 'run.db'}")
+        store = await open_store(f"sqlite:///{tmp / 'run.db'}")
         try:
             run = f"snap-{example.removesuffix('.yaml')}"
             await run_embedded(scenario, store, run=run, bus=bus)
@@ -167,8 +169,8 @@ class _Failing:
 
 
 @pytest.fixture
-async def sqlite_store(tmp_path: Path) -> AsyncIterator[EventStore]:
-    s = await EventStore.open(f"sqlite:///{tmp_path / 'snapshots.db'}")
+async def sqlite_store(tmp_path: Path) -> AsyncIterator[SqlEventStore]:
+    s = await open_store(f"sqlite:///{tmp_path / 'snapshots.db'}")
     try:
         yield s
     finally:
@@ -206,7 +208,7 @@ async def _serve(bus: MemoryBus, runner: ServiceRunner, records: list[Record]) -
 
 
 async def test_a_restarted_service_folds_only_what_came_after_its_snapshot(
-    sqlite_store: EventStore, tmp_path: Path
+    sqlite_store: SqlEventStore, tmp_path: Path
 ) -> None:
     rec = await recorded("memory-pressure.yaml", tmp_path)
     kind = next(k for k in CONTROL_LOOPS if k.name == "eviction-manager")
@@ -245,7 +247,7 @@ async def test_a_restarted_service_folds_only_what_came_after_its_snapshot(
 
 
 async def test_a_snapshot_behind_the_committed_offsets_is_caught_up_from_the_bus(
-    sqlite_store: EventStore, tmp_path: Path
+    sqlite_store: SqlEventStore, tmp_path: Path
 ) -> None:
     """A service that committed more after its last checkpoint (or died before the next)
     loads the checkpoint and folds the records between it and what was committed."""
@@ -280,7 +282,7 @@ async def test_a_snapshot_behind_the_committed_offsets_is_caught_up_from_the_bus
 
 @pytest.mark.parametrize("spoil", ["other code", "unreadable"])
 async def test_a_snapshot_that_is_not_this_codes_falls_back_to_a_full_fold(
-    spoil: str, sqlite_store: EventStore, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    spoil: str, sqlite_store: SqlEventStore, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     rec = await recorded("oom-killer.yaml", tmp_path)
     kind = next(k for k in CONTROL_LOOPS if k.name == "eviction-manager")
@@ -400,7 +402,7 @@ def test_resident_bytes_measures_this_process() -> None:
 
 
 async def test_a_checkpoint_is_pickled_by_a_child_while_the_service_goes_on(
-    sqlite_store: EventStore, tmp_path: Path
+    sqlite_store: SqlEventStore, tmp_path: Path
 ) -> None:
     """The state is pickled as it was when the checkpoint began (a forked child's copy),
     whatever the service handles meanwhile; one checkpoint at a time."""
@@ -500,7 +502,7 @@ def test_no_checkpoint_starts_without_memory_for_a_copy_of_the_process(monkeypat
     assert forks == [1] and snaps.stats.failed == 1 and snaps.stats.refused == 1
 
 
-async def test_services_of_one_machine_checkpoint_in_turn(sqlite_store: EventStore, tmp_path: Path) -> None:
+async def test_services_of_one_machine_checkpoint_in_turn(sqlite_store: SqlEventStore, tmp_path: Path) -> None:
     """One pickling child at a time on a machine: a checkpoint due while another service's
     child holds the slot waits (and is tried again when the service is idle); the slot is
     free again once the child is done."""
@@ -522,7 +524,7 @@ async def test_services_of_one_machine_checkpoint_in_turn(sqlite_store: EventSto
 
 
 async def test_a_checkpoint_whose_turn_has_not_come_is_taken_once_the_service_is_idle(
-    sqlite_store: EventStore, tmp_path: Path
+    sqlite_store: SqlEventStore, tmp_path: Path
 ) -> None:
     rec = await recorded("memory-pressure.yaml", tmp_path)
     kind = next(k for k in CONTROL_LOOPS if k.name == "eviction-manager")
@@ -585,7 +587,7 @@ def test_the_machines_turn_is_open_to_every_user(tmp_path: Path) -> None:
 
 
 async def test_a_stuck_child_is_stopped_and_gives_up_the_turn(
-    sqlite_store: EventStore, monkeypatch: pytest.MonkeyPatch
+    sqlite_store: SqlEventStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A child that never finishes would hold every service's turn: it is stopped after
     CAPTURE_PATIENCE, and the checkpoint counts as failed."""
@@ -619,11 +621,11 @@ class _Away:
         self.reads = 0
 
     async def save_snapshot(self, snap: StoredSnapshot) -> None:
-        raise OSError("connection refused")
+        raise StoreUnavailable("connection refused")
 
     async def load_snapshot(self, key: str) -> StoredSnapshot | None:
         self.reads += 1
-        raise OSError("connection refused")
+        raise StoreUnavailable("connection refused")
 
 
 async def test_a_service_told_to_stop_while_its_snapshots_database_is_away_stops() -> None:
@@ -675,7 +677,7 @@ def test_a_snapshot_child_dies_with_its_parent_by_what_its_parent_looked_up(monk
 
 
 async def test_a_member_handed_over_checkpoints_what_it_committed_and_its_next_host_folds_nothing(
-    sqlite_store: EventStore, tmp_path: Path
+    sqlite_store: SqlEventStore, tmp_path: Path
 ) -> None:
     """``ServiceRunner.hand_over`` (a pool's member moving to another process:
     runtime/pool.py): the runner stops where its state reflects exactly what it committed,

@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.runtime.embedded import run_embedded
 from ledgerlet_services.runtime.telemetry import Telemetry
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.store import open_store
 from tests.conftest import EXAMPLES
 
 
@@ -34,7 +34,7 @@ async def test_spans_link_the_clock_to_the_stored_eviction_and_metrics_count_eve
     metrics = InMemoryMetricReader()
     telemetry = Telemetry.build("embedded", span_exporter=spans, metric_reader=metrics)
     path = EXAMPLES / "memory-pressure.yaml"
-    store = await EventStore.open(f"sqlite:///{tmp_path / 'e.db'}")
+    store = await open_store(f"sqlite:///{tmp_path / 'e.db'}")
     try:
         await run_embedded(load_scenario(path.read_text(), str(path)), store, run="tele", telemetry=telemetry)
     finally:
@@ -134,7 +134,7 @@ async def test_latency_buckets_are_seconds_and_the_process_is_measured(tmp_path:
     metrics = InMemoryMetricReader()
     telemetry = Telemetry.build("embedded", metric_reader=metrics)
     path = EXAMPLES / "memory-pressure.yaml"
-    store = await EventStore.open(f"sqlite:///{tmp_path / 'e.db'}")
+    store = await open_store(f"sqlite:///{tmp_path / 'e.db'}")
     try:
         await run_embedded(load_scenario(path.read_text(), str(path)), store, run="tele", telemetry=telemetry)
     finally:

@@ -47,7 +47,8 @@ from ledgerlet_services.runtime.health import DEFAULT_MAX_AGE, Heartbeat, health
 from ledgerlet_services.runtime.snapshots import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS
 from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_store.dsn import DEFAULT_DSN, describe
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.sql_store import SqlEventStore
+from ledgerlet_store.store import open_store
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -226,7 +227,7 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         return EXIT_BAD_INPUT
     with stopped_by_signals(cancel=False) as opening:
         try:
-            store = await EventStore.open(args.store)
+            store = await open_store(args.store)
         except Exception as exc:  # a store we cannot open or migrate
             error(f"cannot open store {args.store}: {exc}")
             telemetry.shutdown()
@@ -312,7 +313,7 @@ def stopped_by_signals(*, cancel: bool = True) -> Iterator[_Stopping]:
             task.uncancel()
 
 
-async def _interrupted(sig: signal.Signals, store: EventStore, run: str, t: int, console: Console) -> int:
+async def _interrupted(sig: signal.Signals, store: SqlEventStore, run: str, t: int, console: Console) -> int:
     """Say where the run stopped and how to finish it; exit 128 + the signal's number."""
     reason = f"interrupted by {sig.name}"
     with contextlib.suppress(Exception):

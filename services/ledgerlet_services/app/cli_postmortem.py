@@ -22,7 +22,8 @@ from ledgerlet_services.app.cli_export import run_export
 from ledgerlet_services.app.messages import error
 from ledgerlet_services.app.progress import add_progress_arg
 from ledgerlet_store.dsn import DEFAULT_DSN, sqlite_path
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.sql_store import SqlEventStore
+from ledgerlet_store.store import open_store
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
 COMMANDS = ("serve", "kubeconfig", "runs", "replay", "whatif", "explain", "report", "import", "collect", "export")
@@ -287,7 +288,7 @@ def _warn(warning: str | None) -> None:
         messages.warning(warning)
 
 
-async def _warn_if_incomplete(store: EventStore, run: str) -> None:
+async def _warn_if_incomplete(store: SqlEventStore, run: str) -> None:
     from ledgerlet_services.app.replay import NoSuchRun, incomplete_warning, run_state
 
     with contextlib.suppress(NoSuchRun):
@@ -300,7 +301,7 @@ def _missing_file(dsn: str) -> str | None:
     return path if path is not None and not Path(path).is_file() else None
 
 
-async def _open(args: argparse.Namespace, console: Console) -> EventStore | None:
+async def _open(args: argparse.Namespace, console: Console) -> SqlEventStore | None:
     """The store a read command reads: never created here (a mistyped path would
     otherwise become an empty store that has no runs)."""
     try:
@@ -308,7 +309,7 @@ async def _open(args: argparse.Namespace, console: Console) -> EventStore | None
         if missing is not None:
             error(f"no store at {missing} (read commands never create one)")
             return None
-        return await EventStore.open(args.store)
+        return await open_store(args.store)
     except Exception as exc:  # a store we cannot open or migrate
         error(f"cannot open store {args.store}: {exc}")
         return None
@@ -491,7 +492,7 @@ async def _whatif(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
-async def _duration(store: EventStore, run: str | None) -> int:
+async def _duration(store: SqlEventStore, run: str | None) -> int:
     """The run's virtual duration (ns) for a progress bar; 0 if it cannot be read (the
     command itself then says what is wrong)."""
     from ledgerlet_services.audit.queries import Audit, NotFound
@@ -566,7 +567,7 @@ def _diff_json(report: Any) -> dict[str, Any]:
     }
 
 
-async def _pod_key(store: EventStore, run: str, pod: str, namespace: str | None) -> str:
+async def _pod_key(store: SqlEventStore, run: str, pod: str, namespace: str | None) -> str:
     """``namespace/name`` for what the user typed: as given, with ``-n``, or a bare name
     that one namespace of the run has (a post-mortem starts from a pod's name)."""
     from ledgerlet_services.audit.queries import NotFound

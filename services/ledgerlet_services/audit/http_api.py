@@ -18,7 +18,6 @@ from contextlib import asynccontextmanager
 from pathlib import PurePath
 from typing import Annotated, Any
 
-import sqlalchemy as sa
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
@@ -35,7 +34,8 @@ from ledgerlet_services.audit.kube_api.app import create_kube_app
 from ledgerlet_services.audit.kube_api.root import add_root_routes
 from ledgerlet_services.audit.kube_api.routes import kube_route
 from ledgerlet_services.audit.queries import DEFAULT_PAGE, MAX_PAGE, Audit, BadCursor, BadFilter, NotFound
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.sql_store import SqlEventStore
+from ledgerlet_store.store import open_store
 
 log = logging.getLogger(__name__)
 
@@ -73,12 +73,11 @@ def _audit(request: Request) -> Audit:
 AuditDep = Annotated[Audit, Depends(_audit)]
 
 
-async def _beat(store: EventStore, heartbeat: Callable[[], None], every: float = 2.0) -> None:
+async def _beat(store: SqlEventStore, heartbeat: Callable[[], None], every: float = 2.0) -> None:
     """Touch the health file while the store answers (``ledgerlet health audit-api``)."""
     while True:
         with contextlib.suppress(Exception):
-            async with store.engine.connect() as conn:
-                await conn.execute(sa.text("SELECT 1"))
+            await store.ping()
             heartbeat()
         await asyncio.sleep(every)
 
@@ -87,7 +86,7 @@ def create_app(
     store_dsn: str,
     *,
     token: str | None = None,
-    store: EventStore | None = None,
+    store: SqlEventStore | None = None,
     heartbeat: Callable[[], None] | None = None,
     publish_docs: bool = False,
 ) -> FastAPI:
@@ -100,7 +99,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = store is None
-        app.state.store = store or await EventStore.open(store_dsn)
+        app.state.store = store or await open_store(store_dsn)
         app.state.audit = Audit(app.state.store)
         beat = asyncio.create_task(_beat(app.state.store, heartbeat)) if heartbeat is not None else None
         try:
@@ -219,8 +218,7 @@ def create_app(
     @app.get("/readyz", tags=["health"], response_model=api.Ready)
     async def readyz(request: Request) -> Response:
         try:
-            async with request.app.state.store.engine.connect() as conn:
-                await conn.execute(sa.text("SELECT 1"))
+            await request.app.state.store.ping()
         except Exception as exc:  # the store is away: not ready
             return problem(503, "Service Unavailable", f"event store unreachable: {exc}", request)
         return JSONResponse({"status": "ready", "store": request.app.state.store.describe()})

@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import msgspec
-from sqlalchemy.exc import SQLAlchemyError
 
 from ledgerlet_bus.api import Bus, CommitRejected
 from ledgerlet_bus.retry import Stopped, with_backoff
@@ -24,7 +23,7 @@ from ledgerlet_core.contracts.observed import OBSERVED_BATCH, stored_observed
 from ledgerlet_services.runtime.shell import SharedEnvelopes, next_offsets, poll
 from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_services.runtime.topics import ALL_TOPICS
-from ledgerlet_store.store import StoreError
+from ledgerlet_store.contract import StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -33,12 +32,10 @@ NAME = "event-recorder"
 #: how long a stopping recorder waits for the write under way before it gives up on it
 STOP_GRACE = 30.0
 
-#: what a database restart looks like from here
-_STORE_AWAY = (SQLAlchemyError, StoreError, OSError, asyncio.TimeoutError)
-
 
 class EventSink(Protocol):
-    """Where the recorder puts what it consumes: the event store, or a list (replay)."""
+    """Where the recorder puts what it consumes: the event store, or a list (replay). A
+    sink whose database is away raises StoreUnavailable: the recorder tries again."""
 
     async def append_batch(self, envelopes: Sequence[Envelope]) -> int: ...
 
@@ -111,7 +108,7 @@ class RecorderRunner:
             return await with_backoff(
                 f"{self.name}: storing {len(envelopes)} events",
                 lambda: self.store.append_batch(envelopes),
-                retry_on=_STORE_AWAY,
+                retry_on=(StoreUnavailable,),
                 stop=self._stop,
             )
         except Stopped:

@@ -39,7 +39,6 @@ from pathlib import Path
 from typing import Final, Protocol
 
 import cramjam
-from sqlalchemy.exc import SQLAlchemyError
 
 import ledgerlet_core
 from ledgerlet_bus.api import TopicPartition
@@ -47,6 +46,7 @@ from ledgerlet_bus.retry import with_backoff
 from ledgerlet_services import loops as _loops
 from ledgerlet_services.loops.base import Loop
 from ledgerlet_services.runtime.dedupe import RecentIds
+from ledgerlet_store.contract import StoreUnavailable
 from ledgerlet_store.snapshots import StoredSnapshot
 
 log = logging.getLogger(__name__)
@@ -75,7 +75,8 @@ CAPTURE_PATIENCE: Final = 600.0
 
 
 class SnapshotStore(Protocol):
-    """Where checkpoints are kept (the event store's database: ``EventStore``)."""
+    """Where checkpoints are kept (the event store's database: ``SqlEventStore``); raises
+    StoreUnavailable while the database is away."""
 
     async def save_snapshot(self, snap: StoredSnapshot) -> None: ...
 
@@ -219,11 +220,11 @@ class Snapshots:
             snap = await with_backoff(
                 f"{self.key}: reading the snapshot",
                 lambda: self.store.load_snapshot(self.key),
-                retry_on=(SQLAlchemyError, OSError),
+                retry_on=(StoreUnavailable,),
                 deadline=self.load_patience,
                 stop=stop,
             )
-        except (SQLAlchemyError, OSError) as exc:
+        except StoreUnavailable as exc:
             log.warning(
                 "%s: the snapshot could not be read for %g s (%s): folding from the start",
                 self.key,
