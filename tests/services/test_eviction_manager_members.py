@@ -30,8 +30,9 @@ from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.app.replay import DecisionsSink
 from ledgerlet_services.loops.kubelet import EvictionManager
 from ledgerlet_services.runtime.catalog import order_scheme_for, parse_members
+from ledgerlet_services.runtime.causal_buffer import next_offsets
 from ledgerlet_services.runtime.embedded import ServiceFailed, _seeded_feed, run_feed
-from ledgerlet_services.runtime.shell import ServiceRunner, next_offsets
+from ledgerlet_services.runtime.shell import ServiceRunner
 from tests.golden.cases import ROOT, RUN_ID, cases
 from tests.services.test_snapshots import recorded
 from tests.support.emit import emitter

@@ -28,22 +28,16 @@ from ledgerlet_bus.memory import MemoryBus
 from ledgerlet_core.contracts.envelope import decode_envelope, encode_envelope
 from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.loops.base import Loop
+from ledgerlet_services.runtime import snapshot_fork
 from ledgerlet_services.runtime import snapshots as snapshots_module
 from ledgerlet_services.runtime.catalog import CONTROL_LOOPS
 from ledgerlet_services.runtime.embedded import run_embedded
+from ledgerlet_services.runtime.host_memory import _cgroup_available, available_bytes, resident_bytes, take_host_slot
 from ledgerlet_services.runtime.shell import ServiceRunner
-from ledgerlet_services.runtime.snapshots import (
-    Capture,
-    Snapshots,
-    _cgroup_available,
-    available_bytes,
-    capture,
-    capture_aside,
-    resident_bytes,
-    restore,
-    state_version,
-    take_host_slot,
-)
+from ledgerlet_services.runtime.snapshot_codec import RunnerState, format_version, manifest, restore
+from ledgerlet_services.runtime.snapshot_codec import capture as capture_with
+from ledgerlet_services.runtime.snapshot_fork import Capture
+from ledgerlet_services.runtime.snapshots import Snapshots
 from ledgerlet_store.contract import StoreUnavailable
 from ledgerlet_store.snapshots import StoredSnapshot
 from ledgerlet_store.sql_store import SqlEventStore
@@ -52,6 +46,17 @@ from tests.conftest import EXAMPLES
 from tests.support.waiting import Turns, until
 
 EXAMPLE_FILES = sorted(p.name for p in EXAMPLES.glob("*.yaml"))
+
+
+def capture(state: RunnerState) -> bytes:
+    """A checkpoint of ``state`` with the manifest of the code loaded now."""
+    return capture_with(state, manifest())
+
+
+def capture_aside(state: RunnerState) -> Capture:
+    return snapshot_fork.capture_aside(state, manifest())
+
+
 #: (checkpoints after every batch, however long each takes)
 INF = float("inf")
 
@@ -220,7 +225,7 @@ async def test_a_restarted_service_folds_only_what_came_after_its_snapshot(
     await _serve(bus, ServiceRunner(bus, kind, snapshots=snaps), first)
     assert snaps.stats.taken >= 1
     saved = await sqlite_store.load_snapshot("test.eviction-manager")
-    assert saved is not None and saved.version == state_version()
+    assert saved is not None and saved.version == format_version()
     assert saved.offsets == bus.committed(kind.name)  # the newest checkpoint covers all of it
 
     # the rest arrives; a restarted service takes up the snapshot and folds nothing again
@@ -280,7 +285,19 @@ async def test_a_snapshot_behind_the_committed_offsets_is_caught_up_from_the_bus
     assert decided and decided == sorted(emitted(full, later))
 
 
-@pytest.mark.parametrize("spoil", ["other code", "unreadable"])
+def _with_manifest(blob: bytes, change: dict[str, str]) -> bytes:
+    """A checkpoint's bytes with entries of its manifest changed (as other code took it)."""
+    import json
+    import struct
+
+    start = blob.index(b"\n") + 1
+    (length,) = struct.unpack_from(">I", blob, start)
+    modules = json.loads(blob[start + 4 : start + 4 + length]) | change
+    head = json.dumps(modules).encode()
+    return blob[:start] + struct.pack(">I", len(head)) + head + blob[start + 4 + length :]
+
+
+@pytest.mark.parametrize("spoil", ["other code", "a class of it changed", "unreadable"])
 async def test_a_snapshot_that_is_not_this_codes_falls_back_to_a_full_fold(
     spoil: str, sqlite_store: SqlEventStore, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -294,6 +311,9 @@ async def test_a_snapshot_that_is_not_this_codes_falls_back_to_a_full_fold(
     assert saved is not None
     if spoil == "other code":
         spoiled = StoredSnapshot(saved.key, "0" * 32, saved.offsets, saved.state, saved.records, saved.taken_at)
+    elif spoil == "a class of it changed":  # (the eviction manager's loop, as pickled, is not this code's)
+        blob = _with_manifest(saved.state, {kind.__module__: "0" * 32})
+        spoiled = StoredSnapshot(saved.key, saved.version, saved.offsets, blob, saved.records, saved.taken_at)
     else:
         spoiled = StoredSnapshot(
             saved.key, saved.version, saved.offsets, saved.state[:100], saved.records, saved.taken_at
@@ -322,17 +342,6 @@ async def test_a_snapshot_that_cannot_be_saved_leaves_the_service_running(
     await _serve(bus, ServiceRunner(bus, kind, snapshots=snaps), records)
     assert snaps.stats.failed >= 1 and snaps.stats.taken == 0
     assert "snapshot not saved (the database is restarting)" in caplog.text
-
-
-def test_the_state_version_is_a_digest_of_the_code(monkeypatch: pytest.MonkeyPatch) -> None:
-    v = state_version()
-    assert len(v) == 32 and v == state_version()
-    state_version.cache_clear()
-    monkeypatch.setattr(snapshots_module, "STATE_FORMAT", snapshots_module.STATE_FORMAT + 1)
-    try:
-        assert state_version() != v
-    finally:
-        state_version.cache_clear()
 
 
 async def test_once_a_run_ends_its_state_and_ids_are_let_go_and_its_copies_still_skipped(tmp_path: Path) -> None:
@@ -602,7 +611,7 @@ async def test_a_stuck_child_is_stopped_and_gives_up_the_turn(
             dropped.append(1)
 
     monkeypatch.setattr(snapshots_module, "CAPTURE_PATIENCE", 0.2)
-    monkeypatch.setattr(snapshots_module, "capture_aside", lambda state: _Stuck())
+    monkeypatch.setattr(snapshots_module, "capture_aside", lambda state, modules: _Stuck())
     snaps = Snapshots(sqlite_store, "stuck")
     assert snaps.begin(ServiceRunner(MemoryBus(), CONTROL_LOOPS[0]).state(), {})
     await asyncio.wait_for(snaps.wait(), timeout=10)
@@ -664,15 +673,15 @@ def test_a_snapshot_child_dies_with_its_parent_by_what_its_parent_looked_up(monk
     """By the prctl the parent looked up at import (a forked child loading a library can
     wait for ever on a lock another thread held at the fork); and a child whose parent is
     already gone leaves at once."""
-    assert snapshots_module._PRCTL is not None  # (Linux's, looked up at import)
+    assert snapshot_fork._PRCTL is not None  # (Linux's, looked up at import)
     calls: list[tuple[int, int]] = []
     exits: list[int] = []
-    monkeypatch.setattr(snapshots_module, "_PRCTL", lambda *args: calls.append(args) or 0)
+    monkeypatch.setattr(snapshot_fork, "_PRCTL", lambda *args: calls.append(args) or 0)
     monkeypatch.setattr(ctypes, "CDLL", lambda *_: pytest.fail("the child loaded a library"))
     monkeypatch.setattr(os, "_exit", exits.append)
-    snapshots_module._die_with_parent(os.getppid())
+    snapshot_fork._die_with_parent(os.getppid())
     assert calls == [(1, signal.SIGKILL)] and exits == []
-    snapshots_module._die_with_parent(os.getpid())  # not this process's parent: it is gone
+    snapshot_fork._die_with_parent(os.getpid())  # not this process's parent: it is gone
     assert exits == [1]
 
 
@@ -726,15 +735,15 @@ async def test_a_rebuild_gives_the_event_loop_turns_as_it_folds(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Folding a fleet's history takes minutes; meanwhile the lease's pings, a pool's
-    looks and the other members of the process must go on (shell.REBUILD_SLICE)."""
-    from ledgerlet_services.runtime import shell
+    looks and the other members of the process must go on (recovery.REBUILD_SLICE)."""
+    from ledgerlet_services.runtime import recovery
 
     rec = await recorded("memory-pressure.yaml", tmp_path)
     kind = next(k for k in CONTROL_LOOPS if k.name == "eviction-manager")
     first, _, _ = split_at_instant(rec.by_loop[kind.name])
     bus = MemoryBus(retain=True)
     await _serve(bus, ServiceRunner(bus, kind), first)  # (commits it all: the history to fold)
-    monkeypatch.setattr(shell, "REBUILD_SLICE", 5)
+    monkeypatch.setattr(recovery, "REBUILD_SLICE", 5)
     turns = 0
 
     async def others() -> None:

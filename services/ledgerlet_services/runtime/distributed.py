@@ -32,11 +32,12 @@ from ledgerlet_services.runtime.catalog import (
 from ledgerlet_services.runtime.driver import Driver
 from ledgerlet_services.runtime.embedded import RunResult, new_run_id, record_outcome
 from ledgerlet_services.runtime.health import Heartbeat
+from ledgerlet_services.runtime.host_memory import HOST_SLOT
 from ledgerlet_services.runtime.pool import Pool
 from ledgerlet_services.runtime.recorder import NAME as RECORDER
 from ledgerlet_services.runtime.recorder import RecorderRunner
 from ledgerlet_services.runtime.shell import ServiceRunner, not_splittable
-from ledgerlet_services.runtime.snapshots import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS, HOST_SLOT, Snapshots
+from ledgerlet_services.runtime.snapshots import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS, Snapshots
 from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_services.runtime.topics import topic_specs
 from ledgerlet_store.contract import StoreUnavailable

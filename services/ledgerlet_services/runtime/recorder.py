@@ -20,7 +20,9 @@ from ledgerlet_bus.retry import Stopped, with_backoff
 from ledgerlet_core.contracts.envelope import Envelope, decode_envelope
 from ledgerlet_core.contracts.internal import compact_observation_json
 from ledgerlet_core.contracts.observed import OBSERVED_BATCH, stored_observed
-from ledgerlet_services.runtime.shell import SharedEnvelopes, next_offsets, poll
+from ledgerlet_services.runtime.causal_buffer import next_offsets
+from ledgerlet_services.runtime.publishing import poll
+from ledgerlet_services.runtime.shell import SharedEnvelopes
 from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_services.runtime.topics import ALL_TOPICS
 from ledgerlet_store.contract import StoreUnavailable
