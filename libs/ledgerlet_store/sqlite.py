@@ -44,7 +44,10 @@ class SqliteEventStore(SqlEventStore):
     def _failure(self, exc: BaseException) -> StoreError | None:
         if isinstance(exc, sa.exc.IntegrityError | sqlite3.IntegrityError):
             return Conflict(str(exc.args[0] if exc.args else exc))
-        if isinstance(exc, sa.exc.OperationalError | sqlite3.OperationalError | OSError | TimeoutError):
+        if isinstance(
+            exc,
+            sa.exc.OperationalError | sqlite3.OperationalError | sa.exc.TimeoutError | OSError | TimeoutError,
+        ):
             # locked past the wait, a disk that failed, a file that cannot be opened
             return StoreUnavailable(f"{self.describe()}: {_first_line(exc)}")
         if isinstance(exc, sa.exc.SQLAlchemyError | sqlite3.Error):
