@@ -1,11 +1,12 @@
-# ledgerlet: `make run` runs an example on the embedded default; `make test` runs every check.
+# ledgerlet: `make run` runs an example on the embedded default; `make check` is the quick tier
+# a developer runs every few minutes; `make test` runs every check (CI runs it: .ci/run).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 OUT := out
 
-.PHONY: run test lint typecheck imports contracts browser promtool bench golden up compose-test clean
+.PHONY: run check test lint typecheck imports contracts browser promtool bench golden up compose-test clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,12 +24,20 @@ run: $(STAMP)
 	$(BIN)/ledgerlet run examples/disk-pressure-fluentd.yaml --decisions $(OUT)/disk-pressure-fluentd.jsonl
 	@echo "next: . $(BIN)/activate (puts ledgerlet on PATH), then the README's 'After an incident': ledgerlet runs"
 
-## test: lint, format, types, import contracts, schema drift, then the test suite
-## (in TEST_WORKERS processes, each test file whole in one: its module fixtures, such as
-## the compose stack, are made once; 2 fits this project's 2-core machine)
+## check: lint, format, types, import contracts, schema drift, then every test but the slow,
+## distributed and compose ones (pytest markers, pyproject.toml): under 2 minutes on a 2-core
+## machine (README, "Tests")
 TEST_WORKERS ?= 2
+QUICK := not slow and not distributed and not compose
+check: lint typecheck imports contracts
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile -m "$(QUICK)"
+
+## test: lint, format, types, import contracts, schema drift, then the whole test suite
+## (in TEST_WORKERS processes, each test file whole in one: its module fixtures, such as
+## the compose stack, are made once; 2 fits this project's 2-core machine), and the
+## slowest tests named at the end (--durations)
 test: lint typecheck imports contracts browser promtool
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=20 --durations-min=1.0
 
 ## golden: write the frozen decision logs (tests/golden) again, after a change meant to alter decisions
 golden: $(STAMP)

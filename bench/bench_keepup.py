@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.runtime.embedded import run_embedded
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.store import open_store
 from scenarios import daemonset_cluster
 
 
@@ -37,7 +37,7 @@ async def main() -> None:
     for p in args.out.glob("bench-keepup.db*"):
         p.unlink()
     ticks: list[tuple[int, float]] = []
-    store = await EventStore.open(f"sqlite:///{args.out / 'bench-keepup.db'}")
+    store = await open_store(f"sqlite:///{args.out / 'bench-keepup.db'}")
     start = time.perf_counter()
     try:
         result = await run_embedded(

@@ -26,7 +26,7 @@ from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.app.replay import replay_run
 from ledgerlet_services.audit.queries import Audit
 from ledgerlet_services.runtime.embedded import run_embedded
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.store import open_store
 from scenarios import cluster
 
 COLUMNS = "run, stream, version, type, kind, schema_version, t, order_key, node, pod, causes, data, recorded_at"
@@ -92,7 +92,7 @@ async def main() -> None:
         for n in range(0, args.nodes, 5):  # one node in five: the system's memory grows until pods must go
             spec["spec"]["usage"][f"node/node-{n:04d}"]["system"]["memory"] = [[0, "2Gi"], [600, "2Gi"], [1500, "40Gi"]]
         scenario = load_scenario(json.dumps(spec), "bench-postmortem.json")
-        async with await EventStore.open(dsn) as store:
+        async with await open_store(dsn) as store:
             began = time.perf_counter()
             result = await run_embedded(scenario, store, run="base")
             print(f"recorded base run: {result.events_stored:,} events in {time.perf_counter() - began:.1f}s")
@@ -118,7 +118,7 @@ async def main() -> None:
             )
         print(f"filling to {args.events:,} events ...", flush=True)
         copies = await fill(dsn, "base", args.events)
-        async with await EventStore.open(dsn, migrate=False) as store:
+        async with await open_store(dsn, migrate=False) as store:
             total = await store.count()
             audit = Audit(store)
             evicted = [e.envelope.pod for e in await store.read_by_type(["PodEvicted"], run="base")]

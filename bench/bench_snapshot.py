@@ -25,12 +25,12 @@ from ledgerlet_core.scenario.load import Scenario, load_scenario  # noqa: E402
 from ledgerlet_services.runtime.catalog import CONTROL_LOOPS  # noqa: E402
 from ledgerlet_services.runtime.embedded import run_embedded  # noqa: E402
 from ledgerlet_services.runtime.shell import ServiceRunner  # noqa: E402
-from ledgerlet_services.runtime.snapshots import capture, restore  # noqa: E402
-from ledgerlet_store.store import EventStore  # noqa: E402
+from ledgerlet_services.runtime.snapshot_codec import capture, manifest, restore  # noqa: E402
+from ledgerlet_store.store import open_store  # noqa: E402
 
 
 async def measure(scenario: Scenario, db: Path) -> None:
-    store = await EventStore.open(f"sqlite:///{db}")
+    store = await open_store(f"sqlite:///{db}")
     bus = MemoryBus(retain=True)
     try:
         await run_embedded(scenario, store, bus=bus, run="snapshot")
@@ -45,7 +45,7 @@ async def measure(scenario: Scenario, db: Path) -> None:
         runner.handle_records(records)
         fold = time.perf_counter() - began
         began = time.perf_counter()
-        blob = capture(runner.state())
+        blob = capture(runner.state(), manifest())
         take = time.perf_counter() - began
         began = time.perf_counter()
         restore(blob)

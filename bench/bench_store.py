@@ -20,7 +20,7 @@ from ledgerlet_core.contracts.decisions import NodeReclaimed
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.internal import TimerSet
 from ledgerlet_core.contracts.registry import make_envelope
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.store import open_store
 
 #: a derived observation as the recorder stores it (node-level stats, ~1 KB)
 OBSERVATION = json.dumps(
@@ -77,7 +77,7 @@ def envelopes(n: int, run: str, *, mix: str) -> list[Envelope]:
 
 
 async def measure(dsn: str, n: int, batch: int, mix: str) -> float:
-    store = await EventStore.open(dsn)
+    store = await open_store(dsn)
     try:
         events = envelopes(n, uuid.uuid4().hex, mix=mix)
         began = time.perf_counter()

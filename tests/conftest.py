@@ -44,10 +44,12 @@ def pg_server() -> str:
 
 
 @contextlib.contextmanager
-def fresh_pg_database() -> Iterator[str]:
-    """Create an empty PostgreSQL database; drop it afterwards."""
+def fresh_pg_database(icu_locale: str | None = None) -> Iterator[str]:
+    """Create an empty PostgreSQL database (whose text sorts as ICU's ``icu_locale`` does,
+    if given, not byte by byte); drop it afterwards."""
     name = f"ledgerlet_t_{uuid.uuid4().hex[:12]}"
-    asyncio.run(_pg_exec(f'CREATE DATABASE "{name}"'))
+    collation = f" TEMPLATE template0 LOCALE_PROVIDER icu ICU_LOCALE '{icu_locale}'" if icu_locale else ""
+    asyncio.run(_pg_exec(f'CREATE DATABASE "{name}"{collation}'))
     try:
         yield _pg_dsn(name)
     finally:
@@ -72,9 +74,9 @@ def store_dsn(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 @pytest.fixture
 async def store(store_dsn: str) -> AsyncIterator[object]:
-    from ledgerlet_store.store import EventStore
+    from ledgerlet_store.store import open_store
 
-    s = await EventStore.open(store_dsn)
+    s = await open_store(store_dsn)
     try:
         yield s
     finally:
@@ -92,6 +94,14 @@ def kafka_bootstrap() -> Iterator[str]:
 
     with tansu() as broker:
         yield broker.bootstrap
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test on a real broker is a distributed one, whatever its file (``make check``
+    leaves them out: the broker alone takes seconds to start)."""
+    for item in items:
+        if "kafka_bootstrap" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.distributed)
 
 
 @pytest.fixture

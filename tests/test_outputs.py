@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.runs import run_states
+from ledgerlet_store.store import open_store
 from tests.conftest import EXAMPLES
 from tests.support.mounts import tmpfs
 
@@ -33,8 +34,8 @@ def run(
 
 
 async def _runs(dsn: str) -> dict[str, str]:
-    async with await EventStore.open(dsn, migrate=False) as store:
-        return {s.run: s.status for s in await store.run_states()}
+    async with await open_store(dsn, migrate=False) as store:
+        return {s.run: s.status for s in await run_states(store)}
 
 
 def runs(dsn: str) -> dict[str, str]:

@@ -4,7 +4,7 @@ An ``InputBatch`` is stored as one row (a node's starting pods: one write instea
 hundreds), and the pods' inputs among its members are listed in ``batch_members`` (id,
 type, instant, place, node, pod, the row). Every
 read of the store hands out members, never the batch: a member is a
-:class:`~ledgerlet_store.store.StoredEvent` of its own, at the batch's position, so a
+:class:`~ledgerlet_store.contract.StoredEvent` of its own, at the batch's position, so a
 reader sees exactly the events single inputs would have stored.
 """
 
@@ -20,7 +20,7 @@ from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.observed import OBSERVED, OBSERVED_BATCH, observation_members, observed_index
 
 if TYPE_CHECKING:
-    from ledgerlet_store.store import StoredEvent
+    from ledgerlet_store.contract import StoredEvent
 
 MemberFilter = Callable[[Envelope], bool]
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ledgerlet_store.schema import snapshots
 
@@ -33,8 +33,8 @@ class StoredSnapshot:
     taken_at: datetime
 
 
-async def save(engine: AsyncEngine, snap: StoredSnapshot) -> None:
-    """Replace the key's checkpoint with ``snap``."""
+async def save(conn: AsyncConnection, snap: StoredSnapshot) -> None:
+    """Replace the key's checkpoint with ``snap`` (in the write transaction ``conn`` is in)."""
     row = {
         "key": snap.key,
         "version": snap.version,
@@ -43,14 +43,12 @@ async def save(engine: AsyncEngine, snap: StoredSnapshot) -> None:
         "records": snap.records,
         "taken_at": snap.taken_at,
     }
-    async with engine.execution_options(ledgerlet_write=True).begin() as conn:
-        await conn.execute(sa.delete(snapshots).where(snapshots.c.key == snap.key))
-        await conn.execute(sa.insert(snapshots), [row])
+    await conn.execute(sa.delete(snapshots).where(snapshots.c.key == snap.key))
+    await conn.execute(sa.insert(snapshots), [row])
 
 
-async def load(engine: AsyncEngine, key: str) -> StoredSnapshot | None:
-    async with engine.connect() as conn:
-        row = (await conn.execute(sa.select(snapshots).where(snapshots.c.key == key))).mappings().first()
+async def load(conn: AsyncConnection, key: str) -> StoredSnapshot | None:
+    row = (await conn.execute(sa.select(snapshots).where(snapshots.c.key == key))).mappings().first()
     if row is None:
         return None
     offsets = {(str(t), int(p)): int(o) for t, p, o in json.loads(row["offsets"])}
@@ -64,6 +62,5 @@ async def load(engine: AsyncEngine, key: str) -> StoredSnapshot | None:
     )
 
 
-async def drop(engine: AsyncEngine, key: str) -> None:
-    async with engine.execution_options(ledgerlet_write=True).begin() as conn:
-        await conn.execute(sa.delete(snapshots).where(snapshots.c.key == key))
+async def drop(conn: AsyncConnection, key: str) -> None:
+    await conn.execute(sa.delete(snapshots).where(snapshots.c.key == key))

@@ -14,7 +14,7 @@ from ledgerlet_bus.retry import Stopped, with_backoff
 from tests.support.buses import either_bus
 
 
-@pytest.fixture(params=["memory", "kafka"])
+@pytest.fixture(params=["memory", pytest.param("kafka", marks=pytest.mark.distributed)])
 async def bus(request: pytest.FixtureRequest) -> AsyncIterator[Bus]:
     async with either_bus(request, [TopicSpec("t", 4), TopicSpec("u", 1)]) as b:
         yield b

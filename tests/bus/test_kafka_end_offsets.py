@@ -36,15 +36,18 @@ async def bus(kafka_bootstrap: str, kafka_namespace: str) -> AsyncIterator[Kafka
         await b.close()
 
 
-def answer_fetches(bus: KafkaBus, how: str) -> None:
+def answer_fetches(bus: KafkaBus, how: str) -> list[int]:
     """From now on the broker's Fetch responses give no end for any partition: each comes
-    back with an error (``how``: an error code) or is left out (``how``: "omitted")."""
+    back with an error (``how``: an error code) or is left out (``how``: "omitted").
+    The list returned grows by one with every Fetch answered so."""
     send = bus.client.send
+    answered: list[int] = []
 
     async def fake_send(node_id: int, request: Any, **kwargs: Any) -> Any:
         response = await send(node_id, request, **kwargs)
         if not isinstance(request, FetchRequest):
             return response
+        answered.append(1)
         if how == "omitted":
             return SimpleNamespace(topics=[])
         code = int(how)
@@ -53,6 +56,7 @@ def answer_fetches(bus: KafkaBus, how: str) -> None:
         )
 
     bus.client.send = fake_send  # type: ignore[method-assign]
+    return answered
 
 
 @pytest.mark.parametrize("how", [str(_NOT_LEADER), str(_OUT_OF_RANGE), "omitted"])
@@ -63,7 +67,7 @@ async def test_a_partition_without_an_end_is_never_taken_as_caught_up(bus: Kafka
     await producer.send("u", b"tick", key=b"clock")
     await producer.flush()
     send = bus.client.send
-    answer_fetches(bus, how)  # (nobody has handled the tick)
+    answered = answer_fetches(bus, how)  # (nobody has handled the tick)
     with pytest.raises(BusTimeout):
         await bus.wait_idle(groups, timeout=0.5)  # never idle while "g" has a record to handle
     bus.lag_patience = 0.5
@@ -71,7 +75,10 @@ async def test_a_partition_without_an_end_is_never_taken_as_caught_up(bus: Kafka
         await bus.lag(groups)  # not 0: the end is unknown, not where it was last seen
     bus.lag_patience = 30.0
     asking = asyncio.create_task(bus.lag(groups))  # asked again while the broker gives no end...
-    await asyncio.sleep(0.3)
+    before = len(answered)
+    while len(answered) < before + 2:  # (the bus's own probes, counted: it asks again and again)
+        assert not asking.done()
+        await asyncio.sleep(0.01)
     assert not asking.done()
     bus.client.send = send  # type: ignore[method-assign]
     assert await asking == 1  # ... until it does

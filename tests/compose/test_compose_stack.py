@@ -257,7 +257,7 @@ _LET_GO = "/tmp/ledgerlet-let-go"
 #: until told to let go (at most 120 s)
 _HOLD_TURN = f"""
 import os, time
-from ledgerlet_services.runtime.snapshots import HOST_SLOT, take_host_slot
+from ledgerlet_services.runtime.host_memory import HOST_SLOT, take_host_slot
 if os.path.exists("{_LET_GO}"):
     os.unlink("{_LET_GO}")
 deadline = time.monotonic() + 60
@@ -273,7 +273,7 @@ while not os.path.exists("{_LET_GO}") and time.monotonic() < deadline:
 #: exit 0: the turn was had; 3: another container holds it
 _TAKE_TURN = """
 import sys
-from ledgerlet_services.runtime.snapshots import HOST_SLOT, take_host_slot
+from ledgerlet_services.runtime.host_memory import HOST_SLOT, take_host_slot
 assert str(HOST_SLOT) == "/run/ledgerlet/snapshot.lock", HOST_SLOT
 fd = take_host_slot(HOST_SLOT)
 sys.exit(3 if fd is None else 0)

@@ -188,6 +188,7 @@ def fleet_text(nodes: int, flow: bool) -> str:
     return yaml.dump(fleet(nodes, 110), Dumper=yaml.CSafeDumper, default_flow_style=flow, width=1 << 30)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flow", [True, False], ids=["flow-style", "block-style"])
 def test_a_large_fleet_takes_the_fast_path_and_reads_as_pyyaml_reads_it(
     flow: bool, monkeypatch: pytest.MonkeyPatch

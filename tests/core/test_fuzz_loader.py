@@ -17,7 +17,7 @@ from ledgerlet_core.model.duration import SECOND
 from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.scenario.load import Scenario, load_scenario
 from ledgerlet_services.runtime.embedded import run_embedded
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.store import open_store
 from tests.conftest import EXAMPLES
 
 TEXTS = {p.name: p.read_text() for p in sorted(EXAMPLES.glob("*.yaml"))}
@@ -87,6 +87,7 @@ def _loads_or_refuses(text: str) -> Scenario | None:
         return None
 
 
+@pytest.mark.slow
 @given(text=mutants())
 @settings(max_examples=400, deadline=2000, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
 def test_mutated_examples_load_or_are_refused(text: str) -> None:
@@ -99,6 +100,7 @@ def test_arbitrary_text_loads_or_is_refused(text: str) -> None:
     _loads_or_refuses(text)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(12))
 def test_accepted_mutants_run(seed: int, tmp_path: Path) -> None:
     """A mutant the loader accepts (searched for deterministically from the seed) runs to
@@ -118,7 +120,7 @@ def test_accepted_mutants_run(seed: int, tmp_path: Path) -> None:
         pytest.skip("no accepted mutant found")
 
     async def run() -> None:
-        async with await EventStore.open(f"sqlite:///{tmp_path / 'events.db'}") as store:
+        async with await open_store(f"sqlite:///{tmp_path / 'events.db'}") as store:
             await run_embedded(scenario, store, run=f"fuzz-{seed}")
 
     asyncio.run(run())

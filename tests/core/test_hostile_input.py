@@ -52,6 +52,7 @@ def test_anchors_that_reuse_a_little_are_read() -> None:
         check_aliases({"c": [shared] * ALIAS_BUDGET}, "big.yaml")
 
 
+@pytest.mark.slow
 def test_block_nesting_deeper_than_libyaml_is_given_is_refused_before_parsing() -> None:
     """30,000 levels made libyaml overflow its stack (exit 139); now an input error."""
     text = HEAD + "spec:\n" + "".join(" " * i + "- \n" for i in range(1, 30_000))
@@ -94,6 +95,7 @@ def test_exit_after_annotations_a_run_could_not_use_are_refused(value: str) -> N
     assert err.field == "metadata.annotations[ledgerlet/exit-after]"
 
 
+@pytest.mark.slow
 def test_a_file_that_is_not_utf8_exits_2_and_writes_nothing(tmp_path: Path) -> None:
     bad = tmp_path / "latin1.yaml"
     bad.write_bytes((EXAMPLES / "memory-pressure.yaml").read_bytes().replace(b"memory-pressure", b"m\xe9moire", 1))

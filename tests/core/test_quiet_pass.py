@@ -8,6 +8,7 @@ import dataclasses
 import pickle
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -64,6 +65,7 @@ def _plain(result: PassResult) -> tuple[Any, ...]:
     return dataclasses.astuple(rest)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(config=st.sampled_from(CONFIGS), passes=st.lists(PASS, min_size=1, max_size=12))
 def test_the_shortcut_gives_what_the_whole_pass_gives(config: dict[str, Any], passes: list[Any]) -> None:

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from ledgerlet_services.runtime.catalog import needs_bus, service_names
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.runs import run_states
+from ledgerlet_store.store import open_store
 from tests.conftest import EXAMPLES, fresh_pg_database
 from tests.services.run_helpers import run_file
 from tests.support import private_pg
@@ -167,8 +168,8 @@ def test_drive_killed_mid_scenario_and_driven_again_completes_the_run(stack: Loc
     assert not (tmp_path / "first.jsonl").exists()
 
     async def status() -> str:
-        async with await EventStore.open(stack.store_dsn) as store:
-            return {s.run: s.status for s in await store.run_states()}[run]
+        async with await open_store(stack.store_dsn) as store:
+            return {s.run: s.status for s in await run_states(store)}[run]
 
     assert asyncio.run(status()) != "completed"
     again = stack.drive(SCENARIO, tmp_path / "again.jsonl", run_id=run)

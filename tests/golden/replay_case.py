@@ -8,7 +8,7 @@ from ledgerlet_bus.memory import MemoryBus
 from ledgerlet_core.contracts.decision_log import encode_records, to_records
 from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.runtime.embedded import run_embedded
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.store import open_store
 
 from .cases import RUN_ID, cases
 
@@ -17,7 +17,7 @@ async def decision_log(name: str, workdir: Path, *, bus: MemoryBus | None = None
     """(``bus``: the in-memory bus to run on, for a test that watches it)"""
     text, source = cases()[name]()
     scenario = load_scenario(text, source)
-    store = await EventStore.open(f"sqlite:///{workdir / f'{name}.db'}")
+    store = await open_store(f"sqlite:///{workdir / f'{name}.db'}")
     try:
         result = await run_embedded(scenario, store, run=RUN_ID, bus=bus)
     finally:

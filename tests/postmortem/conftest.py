@@ -9,7 +9,7 @@ import pytest
 
 from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.runtime.embedded import run_embedded
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.store import open_store
 from tests.conftest import EXAMPLES
 
 RUN = "fluentd-incident"
@@ -19,7 +19,7 @@ EVICTED = "kube-system/fluentd-elasticsearch-wk8xc"
 async def record(dsn: str, example: str = "disk-pressure-fluentd.yaml", run: str = RUN) -> None:
     path = EXAMPLES / example
     scenario = load_scenario(path.read_text(encoding="utf-8"), f"examples/{example}")
-    async with await EventStore.open(dsn) as store:
+    async with await open_store(dsn) as store:
         await run_embedded(scenario, store, run=run)
 
 

@@ -193,6 +193,7 @@ def test_runs_show_their_state_and_no_server_path(client: TestClient) -> None:
     assert run["recordedAt"].endswith("+00:00")  # with its zone, on SQLite too
 
 
+@pytest.mark.slow
 def test_with_a_token_the_openapi_document_is_behind_it(recorded: str) -> None:
     with TestClient(create_app(recorded, token=TOKEN)) as c:
         assert c.get("/openapi.json").status_code == 401
@@ -215,6 +216,7 @@ def test_the_docs_pages_load_nothing_from_elsewhere(client: TestClient) -> None:
         assert script.status_code == 200 and len(script.content) > 100_000
 
 
+@pytest.mark.slow
 def test_the_document_names_the_errors_the_server_gives(client: TestClient) -> None:
     doc = client.get("/openapi.json").json()
     decisions = doc["paths"]["/v1/runs/{run}/decisions"]["get"]["responses"]
@@ -274,6 +276,7 @@ def test_the_kube_facade_is_counted_by_route_template_and_the_process_is_measure
         assert any(line.startswith(metric) and float(line.split()[1]) > 0 for line in text.splitlines()), metric
 
 
+@pytest.mark.slow
 def test_a_misspelt_type_filter_is_a_400_with_the_closest_type(client: TestClient) -> None:
     """It used to answer 200 and an empty page, as if nothing had happened."""
     answer = client.get(f"/v1/runs/{RUN}/decisions", params={"type": "PodEvictd"})
@@ -285,6 +288,7 @@ def test_a_misspelt_type_filter_is_a_400_with_the_closest_type(client: TestClien
     assert fine.status_code == 200 and {d["type"] for d in fine.json()["items"]} == {"PodEvicted", "NodeReclaimed"}
 
 
+@pytest.mark.slow
 def test_answers_are_typed_in_the_document(client: TestClient) -> None:
     """Every 200 names a schema with the fields a client gets, and answers match it."""
     import jsonschema

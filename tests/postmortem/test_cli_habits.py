@@ -45,6 +45,7 @@ def _closed_pipe(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.CompletedProcess(proc.args, proc.wait(timeout=60), "", err)
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_ends_quietly(store: str) -> None:
     for args in (
         ["runs", "-o", "json", "--store", store],
@@ -72,6 +73,7 @@ def _bash_complete(script: Path, words: list[str], env: dict[str, str]) -> list[
     return done.stdout.split()
 
 
+@pytest.mark.slow
 def test_bash_completion_completes_commands_options_and_run_ids(
     store: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -213,6 +215,7 @@ def test_a_pod_of_another_run_is_named_with_its_run(store: str, capsys: pytest.C
     assert main(["explain", "default/api", "--run", "mp", "--store", store]) == 0
 
 
+@pytest.mark.slow
 def test_make_run_stores_where_the_read_commands_look(tmp_path: Path) -> None:
     """``make run``'s own commands, in a directory of their own: then the README's
     post-mortem commands, with no --store and no --run, find the fluentd incident."""

@@ -148,6 +148,7 @@ def _query(url: str, expr: str, at: float) -> list[dict[str, Any]]:
     return list(body["data"]["result"])
 
 
+@pytest.mark.slow
 def test_promtool_backfills_it_and_every_dashboard_query_answers(exported: dict[str, Any], prometheus: str) -> None:
     dashboard = json.loads(DASHBOARD.read_text())
     start, end = (_ts(dashboard["time"][k]) for k in ("from", "to"))

@@ -25,6 +25,8 @@ from hypothesis.errors import Unsatisfiable
 from tests.conftest import fresh_pg_database
 from tests.postmortem.conftest import EVICTED, RUN, record
 
+pytestmark = pytest.mark.slow
+
 EXAMPLES_PER_OPERATION = 100
 #: the node the incident's pod was evicted from
 NODE = "k8s-m1"

@@ -99,6 +99,7 @@ def test_the_kubelets_pod_list_imports_as_kubectls_objects_do(tmp_path: Path) ->
     assert _run(kubelet, tmp_path) == _run(kubectl, tmp_path)
 
 
+@pytest.mark.slow
 def test_standard_input_is_read_as_dash(tmp_path: Path) -> None:
     out = tmp_path / "piped.yaml"
     cmd = [sys.executable, "-m", "ledgerlet_services.app.cli", "import", "-", *map(str, SUMMARIES), "--out", str(out)]

@@ -267,6 +267,7 @@ def test_label_and_field_selectors(kube: TestClient) -> None:
         assert answer.status_code == 400 and why in answer.json()["message"], answer.text
 
 
+@pytest.mark.slow
 def test_watch_streams_the_changes_after_the_instant_in_decision_order(kube: TestClient) -> None:
     listed = kube.get(k8s(RUN, "4m50s", "/api/v1/namespaces/kube-system/pods")).json()
     rv = listed["metadata"]["resourceVersion"]
@@ -418,25 +419,26 @@ def test_a_listing_reads_the_store_a_page_at_a_time(tmp_path: Path, monkeypatch:
     from ledgerlet_core.scenario.load import load_scenario
     from ledgerlet_services.audit.kube_api.reader import CHUNK
     from ledgerlet_services.runtime.embedded import run_embedded
-    from ledgerlet_store.store import EventStore
+    from ledgerlet_store.sql_store import SqlEventStore
+    from ledgerlet_store.store import open_store
 
     dsn = f"sqlite:///{tmp_path / 'events.db'}"
 
     async def run() -> int:
-        async with await EventStore.open(dsn) as store:
+        async with await open_store(dsn) as store:
             await run_embedded(load_scenario(_many_pods(4, 100), "many.json"), store, run="many")
             return len(await store.read_run("many"))  # (as readers see them: a node's pods are stored in one row)
 
     stored = asyncio.run(run())
     reads: list[int] = []
-    fetch = EventStore._fetch
+    fetch = SqlEventStore.fetch
 
-    async def counted(self: EventStore, q: Any) -> Any:
+    async def counted(self: SqlEventStore, q: Any) -> Any:
         rows = await fetch(self, q)
         reads.append(len(rows))
         return rows
 
-    monkeypatch.setattr(EventStore, "_fetch", counted)
+    monkeypatch.setattr(SqlEventStore, "fetch", counted)
     with TestClient(create_app(dsn)) as c:
         c.get(k8s("many", "end", "/api/v1/pods"), params={"limit": 1})  # (the run's start, cached)
         reads.clear()

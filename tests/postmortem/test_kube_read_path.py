@@ -25,7 +25,7 @@ from ledgerlet_services.audit.kube_api import protobuf as pb
 from ledgerlet_services.audit.kube_api.metrics import stored_pods
 from ledgerlet_services.audit.kube_api.openapi import V2_PROTOBUF, definitions, v2_document
 from ledgerlet_services.runtime.embedded import run_embedded
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.store import open_store
 from tests.conftest import EXAMPLES
 from tests.postmortem.conftest import RUN, record
 
@@ -227,7 +227,7 @@ def test_pod_metrics_worked_out_again_equal_those_stored_whole(tmp_path: Path) -
     incident = load_scenario((EXAMPLES / "disk-pressure-fluentd.yaml").read_text(), "disk-pressure-fluentd.yaml")
 
     async def record_both() -> tuple[list[Envelope], list[Envelope]]:
-        async with await EventStore.open(dsn) as store:
+        async with await open_store(dsn) as store:
             await run_embedded(incident, store, run="whole", full_observations=True)
             await run_embedded(incident, store, run="node")
             out = []

@@ -36,10 +36,12 @@ from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.app.kube_context import Unreachable, kubeconfig
 from ledgerlet_services.app.recording_import import import_files
 from ledgerlet_services.runtime.embedded import run_embedded
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.store import open_store
 from tests.conftest import EXAMPLES, fresh_pg_database
 from tests.postmortem.conftest import EVICTED, RUN, record
 from tests.support.audit_server import ledgerlet, serving
+
+pytestmark = pytest.mark.slow
 
 NAMESPACE, POD = EVICTED.split("/")
 NODE = "k8s-m1"
@@ -140,7 +142,7 @@ async def _record_all(dsn: str) -> None:
     """The workloads and the incident stored whole first; the incident (RUN) last, the newest."""
     scenario = load_scenario(WORKLOADS_SCENARIO, "workloads.yaml")
     incident = load_scenario((EXAMPLES / "disk-pressure-fluentd.yaml").read_text(), "disk-pressure-fluentd.yaml")
-    async with await EventStore.open(dsn) as store:
+    async with await open_store(dsn) as store:
         await run_embedded(scenario, store, run=WORKLOADS)
         await run_embedded(incident, store, run=FULL, full_observations=True)
     await record(dsn)

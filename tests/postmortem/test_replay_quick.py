@@ -24,14 +24,14 @@ from ledgerlet_services.app.cli import main
 from ledgerlet_services.app.replay import Replay, replay_run
 from ledgerlet_services.runtime.embedded import run_embedded
 from ledgerlet_store.schema import events
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.store import open_store
 from tests.golden.cases import ROOT, RUN_ID, cases
 from tests.golden.replay_case import decision_log
 
 
 async def _both_ways(dsn: str) -> tuple[Replay, Replay]:
     """The run verified in full and quickly, held to each other."""
-    async with await EventStore.open(dsn) as store:
+    async with await open_store(dsn) as store:
         full = await replay_run(store, RUN_ID)
         quick = await replay_run(store, RUN_ID, quick=True)
         by_node = await store.types_by_node(RUN_ID)
@@ -46,6 +46,7 @@ async def _both_ways(dsn: str) -> tuple[Replay, Replay]:
     return full, quick
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(cases()))
 async def test_quick_verification_agrees_with_the_full_one(name: str, tmp_path: Path) -> None:
     await decision_log(name, tmp_path)
@@ -67,7 +68,7 @@ def _fleet(**kubelet: Any) -> str:
 
 
 async def _record_fleet(dsn: str, **kubelet: Any) -> None:
-    async with await EventStore.open(dsn) as store:
+    async with await open_store(dsn) as store:
         await run_embedded(load_scenario(_fleet(**kubelet), "fleet.yaml"), store, run=RUN_ID)
 
 
@@ -78,6 +79,7 @@ async def fleet(store_dsn: str) -> str:
     return store_dsn
 
 
+@pytest.mark.slow
 async def test_quick_verification_of_a_fleet_leaves_quiet_nodes_out(fleet: str) -> None:
     _, quick = await _both_ways(fleet)
     deciding = {e.node for e in quick.derived.values() if e.node}
@@ -94,9 +96,10 @@ async def test_with_memcg_notification(tmp_path: Path) -> None:
     assert quick.quiet_count >= 16
 
 
+@pytest.mark.slow
 async def test_too_many_busy_nodes_to_name_are_filtered_as_read(fleet: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Past what a query may name, the quiet nodes' observations are read and dropped."""
-    async with await EventStore.open(fleet) as store:
+    async with await open_store(fleet) as store:
         named = await replay_run(store, RUN_ID, quick=True)
         monkeypatch.setattr(replay_module, "_NAMED_NODES_MAX", 0)
         read = await replay_run(store, RUN_ID, quick=True)
@@ -115,7 +118,7 @@ def test_quiet_nodes_are_those_with_only_observations_and_their_own_status() -> 
 
 
 async def test_a_tampered_decision_is_caught_quickly(fleet: str) -> None:
-    async with await EventStore.open(fleet) as store:
+    async with await open_store(fleet) as store:
         evicted = (await store.read_by_type(["PodEvicted"], run=RUN_ID))[0].envelope
         data = json.loads(bytes(evicted.data))
         data["gracePeriodSeconds"] = 30
@@ -128,7 +131,7 @@ async def test_a_tampered_decision_is_caught_quickly(fleet: str) -> None:
 
 async def test_a_decision_moved_onto_a_quiet_node_is_caught(fleet: str) -> None:
     """The node is no longer quiet: it is observed again, and the decision is not its."""
-    async with await EventStore.open(fleet) as store:
+    async with await open_store(fleet) as store:
         quiet = sorted(quiet_nodes(await store.types_by_node(RUN_ID)))
         evicted = (await store.read_by_type(["PodEvicted"], run=RUN_ID))[0].envelope
         async with store.engine.begin() as conn:
@@ -140,7 +143,7 @@ async def test_a_decision_moved_onto_a_quiet_node_is_caught(fleet: str) -> None:
 
 async def test_a_quiet_nodes_status_is_still_compared(fleet: str) -> None:
     """Without its causes (they name an observation not made again), but compared."""
-    async with await EventStore.open(fleet) as store:
+    async with await open_store(fleet) as store:
         quiet = sorted(quiet_nodes(await store.types_by_node(RUN_ID)))
         status = next(
             e.envelope

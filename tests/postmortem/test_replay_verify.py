@@ -5,28 +5,32 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import sqlalchemy as sa
 
 from ledgerlet_core.postmortem.compare import Mismatch
 from ledgerlet_services.app.cli import main
 from ledgerlet_services.app.replay import replay_run
 from ledgerlet_store.schema import events
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.sql_store import SqlEventStore
+from ledgerlet_store.store import open_store
 from tests.postmortem.conftest import EVICTED, RUN
 
+pytestmark = pytest.mark.slow
 
-async def verify_run(store: EventStore, run: str) -> list[Mismatch]:
+
+async def verify_run(store: SqlEventStore, run: str) -> list[Mismatch]:
     return (await replay_run(store, run)).mismatches()
 
 
 async def _update(dsn: str, where: sa.ColumnElement[bool], **values: object) -> int:
-    async with await EventStore.open(dsn) as store, store.engine.begin() as conn:
+    async with await open_store(dsn) as store, store.engine.begin() as conn:
         result = await conn.execute(sa.update(events).where(where).values(**values))
         return int(result.rowcount)
 
 
 async def test_untouched_run_verifies(recorded: str) -> None:
-    async with await EventStore.open(recorded) as store:
+    async with await open_store(recorded) as store:
         replay = await replay_run(store, RUN)
         total = len(await store.read_run(RUN))  # (as readers see them: a batch's members each)
     assert replay.mismatches() == [], [m.describe() for m in replay.mismatches()[:5]]
@@ -35,12 +39,12 @@ async def test_untouched_run_verifies(recorded: str) -> None:
 
 
 async def test_tampered_decision_is_caught(recorded: str) -> None:
-    async with await EventStore.open(recorded) as store:
+    async with await open_store(recorded) as store:
         evicted = (await store.read_by_type(["PodEvicted"], run=RUN))[0].envelope
     data = json.loads(bytes(evicted.data))
     data["gracePeriodSeconds"] = 30  # someone "fixes" the record after the fact
     assert await _update(recorded, events.c.event_id == evicted.id, data=json.dumps(data)) == 1
-    async with await EventStore.open(recorded) as store:
+    async with await open_store(recorded) as store:
         mismatches = await verify_run(store, RUN)
     assert [(m.kind, m.id, m.fields) for m in mismatches] == [("changed", evicted.id, ("data",))]
     assert "gracePeriodSeconds" in mismatches[0].describe()
@@ -48,7 +52,7 @@ async def test_tampered_decision_is_caught(recorded: str) -> None:
 
 async def test_tampered_input_is_caught(recorded: str) -> None:
     """fluentd's declared log storm removed from the stored inputs: the eviction no longer follows."""
-    async with await EventStore.open(recorded) as store:
+    async with await open_store(recorded) as store:
         usage = [
             e.envelope
             for e in await store.read_by_type(["UsageDeclared"], run=RUN)
@@ -59,7 +63,7 @@ async def test_tampered_input_is_caught(recorded: str) -> None:
     data = json.loads(bytes(target.data))
     data["usage"] = {k: v for k, v in data["usage"].items() if k not in ("logs", "rootfs", "volumes")}
     assert await _update(recorded, events.c.event_id == target.id, data=json.dumps(data)) == 1
-    async with await EventStore.open(recorded) as store:
+    async with await open_store(recorded) as store:
         mismatches = await verify_run(store, RUN)
     assert mismatches
     gone = {(m.kind, m.type, m.pod) for m in mismatches}
@@ -67,7 +71,7 @@ async def test_tampered_input_is_caught(recorded: str) -> None:
 
 
 async def test_deleted_and_invented_decisions_are_caught(recorded: str) -> None:
-    async with await EventStore.open(recorded) as store, store.engine.begin() as conn:
+    async with await open_store(recorded) as store, store.engine.begin() as conn:
         victim = (await store.read_by_type(["NodeReclaimed"], run=RUN))[0].envelope
         await conn.execute(sa.delete(events).where(events.c.event_id == victim.id))
         await conn.execute(
@@ -75,7 +79,7 @@ async def test_deleted_and_invented_decisions_are_caught(recorded: str) -> None:
             .where(events.c.event_id == (await store.read_by_type(["NodeTaintAdded"], run=RUN))[0].envelope.id)
             .values(event_id="00000000-0000-0000-0000-000000000000")
         )
-    async with await EventStore.open(recorded) as store:
+    async with await open_store(recorded) as store:
         mismatches = await verify_run(store, RUN)
     kinds = sorted((m.kind, m.type) for m in mismatches)
     assert kinds == [("missing", "NodeTaintAdded"), ("unexpected", "NodeReclaimed"), ("unexpected", "NodeTaintAdded")]
@@ -86,7 +90,7 @@ def test_cli_exit_codes(recorded: str, capsys: object) -> None:
     import asyncio
 
     async def tamper() -> None:
-        async with await EventStore.open(recorded) as store:
+        async with await open_store(recorded) as store:
             evicted = (await store.read_by_type(["PodEvicted"], run=RUN))[0].envelope
         data = json.loads(bytes(evicted.data))
         data["ranking"] = list(reversed(data["ranking"]))

@@ -16,6 +16,7 @@ from tests.postmortem.conftest import EVICTED, record, sqlite_dsn
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
+@pytest.mark.slow
 def test_report_renders_plots_and_tables(tmp_path: Path) -> None:
     if CHROMIUM is None:
         pytest.fail("Chromium is needed (make test installs Debian's chromium package)")

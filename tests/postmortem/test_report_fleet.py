@@ -18,6 +18,8 @@ from ledgerlet_services.app.cli import main
 from ledgerlet_services.audit.report_summary import bucket_width
 from tests.postmortem.fleet_incident import POOLS, fleet_incident
 
+pytestmark = pytest.mark.slow
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 NODES, PODS, MINUTES = 500, 6, 10
 

@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from ledgerlet_store.schema import events, observation_members
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.store import open_store
 from tests.conftest import EXAMPLES
 
 MEMORY = EXAMPLES / "memory-pressure.yaml"
@@ -35,14 +35,14 @@ def run(
 
 
 async def _count(dsn: str) -> int:
-    async with await EventStore.open(dsn, migrate=False) as store:
+    async with await open_store(dsn, migrate=False) as store:
         return await store.count()
 
 
 async def _cut_off(dsn: str, run: str) -> None:
     """Make ``run`` look killed: its end, and everything after its first minute, gone
     (with the index rows of the batches gone, as a store that never took them holds none)."""
-    async with await EventStore.open(dsn, migrate=False) as store, store.engine.begin() as conn:
+    async with await open_store(dsn, migrate=False) as store, store.engine.begin() as conn:
         late = sa.select(events.c.position).where(events.c.run == run, events.c.t > 60_000_000_000)
         await conn.execute(sa.delete(observation_members).where(observation_members.c.position.in_(late)))
         await conn.execute(sa.delete(events).where(events.c.run == run, events.c.t > 60_000_000_000))

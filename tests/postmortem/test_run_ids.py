@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 from ledgerlet_services.app.cli import main
 from ledgerlet_services.audit.http_api import create_app
-from ledgerlet_store.store import COMPLETED, FAILED, RUNNING, RunState, UnknownRun, pick_run
+from ledgerlet_store.runs import COMPLETED, FAILED, RUNNING, RunState, UnknownRun, pick_run
 from tests.postmortem.conftest import record
 
 T0 = datetime(2026, 3, 2, 14, 0, tzinfo=UTC)

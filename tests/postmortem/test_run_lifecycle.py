@@ -19,7 +19,8 @@ from ledgerlet_services.app.replay import resolve_run
 from ledgerlet_services.audit.http_api import create_app
 from ledgerlet_services.audit.queries import Audit
 from ledgerlet_services.runtime.embedded import record_outcome
-from ledgerlet_store.store import ABANDONED, ABANDONED_AFTER, COMPLETED, FAILED, RUNNING, EventStore
+from ledgerlet_store.runs import ABANDONED, ABANDONED_AFTER, COMPLETED, FAILED, RUNNING, run_states
+from ledgerlet_store.store import open_store
 from tests.postmortem.conftest import record
 
 CUT = "cut-off"
@@ -31,25 +32,25 @@ async def _cut_off_copy(tmp_path: Path, dsn: str) -> list[tuple[str, bytes]]:
     Returns the whole run's decisions (id, data)."""
     scratch = f"sqlite:///{tmp_path / 'scratch.db'}"
     await record(scratch, run=CUT)
-    async with await EventStore.open(scratch) as s:
+    async with await open_store(scratch) as s:
         stored = [e async for e in s.iter_run(CUT, members=False)]  # as the recorder stored them
     stored.sort(key=lambda e: e.position)  # the order the recorder stored them in
     whole = sorted((e.envelope.id, bytes(e.envelope.data)) for e in stored if e.envelope.kind == DECISION)
     prefix = [e.envelope for e in stored if e.envelope.type != "RunEnded"][: len(stored) // 2]
-    async with await EventStore.open(dsn) as s:
+    async with await open_store(dsn) as s:
         await s.append_batch(prefix)
     return whole
 
 
 async def _states_before_resuming(dsn: str) -> None:
-    async with await EventStore.open(dsn) as store:
-        states = {s.run: s for s in await store.run_states()}
-        later = {s.run: s for s in await store.run_states(now=datetime.now(UTC) + ABANDONED_AFTER * 2)}
+    async with await open_store(dsn) as store:
+        states = {s.run: s for s in await run_states(store)}
+        later = {s.run: s for s in await run_states(store, now=datetime.now(UTC) + ABANDONED_AFTER * 2)}
         assert states["done"].status == COMPLETED and states["done"].completed
         assert states[CUT].status == RUNNING  # it stored something a moment ago
         assert later[CUT].status == ABANDONED and "nothing stored since" in later[CUT].reason
         # the newest run is the cut-off one, but `latest` is the newest completed run
-        assert (await store.run_states())[0].run == CUT
+        assert (await run_states(store))[0].run == CUT
         assert await resolve_run(store, "latest") == "done"
         assert await Audit(store).resolve("latest") == "done"
         listed = {r.run: r.status for r in await Audit(store).runs()}
@@ -58,12 +59,13 @@ async def _states_before_resuming(dsn: str) -> None:
 
 async def _resumed(dsn: str) -> tuple[str, list[tuple[str, bytes]]]:
     await record(dsn, run=CUT)
-    async with await EventStore.open(dsn) as store:
-        status = {s.run: s.status for s in await store.run_states()}[CUT]
+    async with await open_store(dsn) as store:
+        status = {s.run: s.status for s in await run_states(store)}[CUT]
         decisions = await store.read_run(CUT, kind=DECISION)
     return status, sorted((e.envelope.id, bytes(e.envelope.data)) for e in decisions)
 
 
+@pytest.mark.slow
 def test_a_cut_off_run_is_incomplete_everywhere_and_resuming_completes_it(
     store_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -91,13 +93,13 @@ def test_a_cut_off_run_is_incomplete_everywhere_and_resuming_completes_it(
 async def test_a_failed_run_says_why_and_a_completion_after_it_wins(tmp_path: Path) -> None:
     dsn = f"sqlite:///{tmp_path / 'events.db'}"
     await record(dsn, "memory-pressure.yaml", run="r")
-    async with await EventStore.open(dsn) as store:
+    async with await open_store(dsn) as store:
         await record_outcome(store, "r", 0, RUN_FAILED, "eviction-manager stopped: boom")
         # a run that failed has its ScenarioStarted and its RunEnded(failed)
         started = next(e.envelope for e in await store.read_run("r") if e.envelope.type == "ScenarioStarted")
         await store.append_batch([msgspec.structs.replace(started, run="f", id=f"{started.id}-f")])
         await record_outcome(store, "f", 0, RUN_FAILED, "eviction-manager stopped: boom")
-        states = {s.run: s for s in await store.run_states()}
+        states = {s.run: s for s in await run_states(store)}
     assert states["r"].status == COMPLETED  # failed after completing: the completion stands
     assert states["f"].status == FAILED and states["f"].reason == "eviction-manager stopped: boom"
     assert not states["f"].completed

@@ -14,7 +14,7 @@ from ledgerlet_services.app.cli import main
 from ledgerlet_services.app.replay import whatif_run
 from ledgerlet_services.audit.queries import Audit
 from ledgerlet_services.runtime.embedded import run_embedded
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.store import open_store
 from tests.postmortem.conftest import sqlite_dsn
 
 RUN = "dra"
@@ -46,12 +46,12 @@ spec:
 async def _record(dsn: str) -> None:
     scenario = load_scenario(SCENARIO, "dra.yaml")
     assert [u.field for u in scenario.unmodelled] == ["spec.template.spec.resourceClaims"]
-    async with await EventStore.open(dsn) as store:
+    async with await open_store(dsn) as store:
         await run_embedded(scenario, store, run=RUN)
 
 
 async def _trainer(dsn: str) -> str:
-    async with await EventStore.open(dsn) as store:
+    async with await open_store(dsn) as store:
         rows = await store.read_by_type(["PodScheduled"], run=RUN)
     return next(str(r.envelope.pod) for r in rows if str(r.envelope.pod).startswith("ml/trainer-"))
 
@@ -64,7 +64,7 @@ def test_explain_shows_what_touches_the_pod_and_whatif_refuses(
     trainer = asyncio.run(_trainer(dsn))
 
     async def explained(pod: str) -> list[dict[str, object]]:
-        async with await EventStore.open(dsn) as store:
+        async with await open_store(dsn) as store:
             return (await Audit(store).explain(RUN, pod)).unmodelled
 
     (entry,) = asyncio.run(explained(trainer))  # created from the template: found by its spec
@@ -75,7 +75,7 @@ def test_explain_shows_what_touches_the_pod_and_whatif_refuses(
     assert "Not modelled" in capsys.readouterr().out
 
     async def whatif(accept: bool) -> object:
-        async with await EventStore.open(dsn) as store:
+        async with await open_store(dsn) as store:
             return await whatif_run(store, RUN, ["scheduler.disablePreemption=true"], accept_unmodelled=accept)
 
     with pytest.raises(

@@ -12,7 +12,7 @@ from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.postmortem.overrides import apply_overrides, parse_assignment
 from ledgerlet_services.app.cli import main
 from ledgerlet_services.app.replay import whatif_run
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.store import open_store
 from tests.postmortem.conftest import EVICTED, RUN, record, sqlite_dsn
 
 
@@ -35,7 +35,7 @@ def test_set_changes_one_key_and_keeps_the_effective_others() -> None:
 
 
 async def test_a_lower_threshold_delays_the_eviction(recorded: str) -> None:
-    async with await EventStore.open(recorded) as store:
+    async with await open_store(recorded) as store:
         report = await whatif_run(store, RUN, ["evictionHard.imagefs.available=10%"])
     changes = {(c.type, c.pod): c for c in report.diff.changes}
     later = changes[("PodEvicted", EVICTED)]
@@ -47,7 +47,7 @@ async def test_a_lower_threshold_delays_the_eviction(recorded: str) -> None:
 
 
 async def test_the_same_configuration_changes_nothing(recorded: str) -> None:
-    async with await EventStore.open(recorded) as store:
+    async with await open_store(recorded) as store:
         report = await whatif_run(store, RUN, ["evictionPressureTransitionPeriod=5m"])
     assert report.diff.same, [c.describe() for c in report.diff.changes]
 

@@ -10,7 +10,7 @@ from typing import Any
 from ledgerlet_core.contracts.decision_log import encode_records, to_records
 from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.runtime.embedded import RunResult, run_embedded
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.store import open_store
 
 
 async def run_file(
@@ -18,7 +18,7 @@ async def run_file(
 ) -> tuple[list[dict[str, Any]], RunResult]:
     """(``order_scheme``: as ``ledgerlet run --order-by-node`` sets it, contracts/order.py)"""
     scenario = dataclasses.replace(load_scenario(path.read_text(), str(path)), order_scheme=order_scheme)
-    store = await EventStore.open(store_dsn)
+    store = await open_store(store_dsn)
     try:
         result = await run_embedded(scenario, store, run=run)
     finally:

@@ -39,6 +39,7 @@ async def _run(text: str, source: str, members: int) -> tuple[bytes, FeedOutcome
     return encode_records(to_records(decisions, scenario.start)), outcome
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(cases()))
 async def test_three_members_give_the_golden_log(name: str) -> None:
     log, _ = await _run(*cases()[name](), members=3)
@@ -54,6 +55,7 @@ def _fleet() -> tuple[str, str]:
     return json.dumps(doc), "fleet.json"
 
 
+@pytest.mark.slow
 async def test_members_share_the_observations_out_each_made_once() -> None:
     one_log, one = await _run(*_fleet(), members=1)
     for n in (2, 4):
@@ -64,6 +66,7 @@ async def test_members_share_the_observations_out_each_made_once() -> None:
         assert sum(shares.values()) == one.service_out["stats-collector"]  # nothing twice, nothing lost
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(cases()))
 async def test_three_members_emit_every_event_one_collector_does(name: str) -> None:
     """Not only the decisions: every observation, timer and tick, by id, data, causes, order."""

@@ -8,7 +8,7 @@ from typing import Any
 from ledgerlet_core.contracts.registry import decode_data
 from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.runtime.embedded import run_embedded
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.store import open_store
 
 NODE = "{apiVersion: v1, kind: Node, metadata: {name: %s, labels: {disk: %s}}, status: {capacity: {memory: 8Gi}}}"
 
@@ -68,7 +68,7 @@ async def run(tmp_path: Path) -> tuple[list[Any], list[Any]]:
     text = SCENARIO % {"n1": NODE % ("n1", "ssd"), "n2": NODE % ("n2", "hdd")}
     scenario = load_scenario(text, "c.yaml")
     tmp_path.mkdir(parents=True, exist_ok=True)
-    store = await EventStore.open(f"sqlite:///{tmp_path / 'c.db'}")
+    store = await open_store(f"sqlite:///{tmp_path / 'c.db'}")
     try:
         result = await run_embedded(scenario, store)
         created = await store.read_by_type(["ObjectCreated"], run=result.run)

@@ -42,6 +42,7 @@ async def _run(tmp_path: Path, name: str) -> tuple[bytes, _Watched]:
     return await decision_log(CASE, tmp_path / name, bus=bus), bus
 
 
+@pytest.mark.slow
 async def test_an_instants_inputs_are_published_a_bounded_amount_at_a_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -30,8 +30,9 @@ from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.app.replay import DecisionsSink
 from ledgerlet_services.loops.kubelet import EvictionManager
 from ledgerlet_services.runtime.catalog import order_scheme_for, parse_members
+from ledgerlet_services.runtime.causal_buffer import next_offsets
 from ledgerlet_services.runtime.embedded import ServiceFailed, _seeded_feed, run_feed
-from ledgerlet_services.runtime.shell import ServiceRunner, next_offsets
+from ledgerlet_services.runtime.shell import ServiceRunner
 from tests.golden.cases import ROOT, RUN_ID, cases
 from tests.services.test_snapshots import recorded
 from tests.support.emit import emitter
@@ -69,6 +70,7 @@ def _per_node(contents: list[str]) -> dict[str | None, list[str]]:
     return dict(by)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(cases()))
 async def test_ordered_by_node_the_same_events_under_other_ids_and_three_members_emit_each_one(name: str) -> None:
     """Ordered by node, the run stores what it stores ordered by step, under other ids,

@@ -144,12 +144,12 @@ async def test_derived_observations_are_stored_compact_unless_asked(tmp_path: Pa
     from ledgerlet_core.contracts.registry import decode_data
     from ledgerlet_core.scenario.load import load_scenario
     from ledgerlet_services.runtime.embedded import run_embedded
-    from ledgerlet_store.store import EventStore
+    from ledgerlet_store.store import open_store
 
     scenario = load_scenario((EXAMPLES / "memory-pressure.yaml").read_text(), "m")
     sizes = {}
     for full in (False, True):
-        store = await EventStore.open(f"sqlite:///{tmp_path / f'{full}.db'}")
+        store = await open_store(f"sqlite:///{tmp_path / f'{full}.db'}")
         try:
             result = await run_embedded(scenario, store, full_observations=full)
             stored = await store.read_by_type(["NodeObserved"], run=result.run)

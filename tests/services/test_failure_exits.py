@@ -14,6 +14,8 @@ import pytest
 
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.slow
+
 FAILING_RUN = """
 import sys
 from ledgerlet_services.loops.controller_manager import ControllerManager
@@ -50,10 +52,10 @@ async def test_a_run_leaves_no_task_behind(tmp_path: Path) -> None:
 
     from ledgerlet_core.scenario.load import load_scenario
     from ledgerlet_services.runtime.embedded import run_embedded
-    from ledgerlet_store.store import EventStore
+    from ledgerlet_store.store import open_store
 
     scenario = load_scenario((ROOT / "examples/memory-pressure.yaml").read_text(), "memory-pressure.yaml")
-    store = await EventStore.open(f"sqlite:///{tmp_path / 'r.db'}")
+    store = await open_store(f"sqlite:///{tmp_path / 'r.db'}")
     try:
         await run_embedded(scenario, store, run="tidy")
     finally:
@@ -75,7 +77,7 @@ async def test_a_slowed_run_completes_with_the_same_log(tmp_path: Path) -> None:
     from ledgerlet_core.scenario.load import load_scenario
     from ledgerlet_services.runtime import shell
     from ledgerlet_services.runtime.embedded import run_embedded
-    from ledgerlet_store.store import EventStore
+    from ledgerlet_store.store import open_store
     from tests.golden.cases import golden_path
 
     original = shell.ServiceRunner._handle
@@ -85,7 +87,7 @@ async def test_a_slowed_run_completes_with_the_same_log(tmp_path: Path) -> None:
         return original(self, *args, **kw)  # type: ignore[arg-type]
 
     scenario = load_scenario((ROOT / "examples/memory-pressure.yaml").read_text(), "examples/memory-pressure.yaml")
-    store = await EventStore.open(f"sqlite:///{tmp_path / 'slow.db'}")
+    store = await open_store(f"sqlite:///{tmp_path / 'slow.db'}")
     shell.ServiceRunner._handle = slowed  # type: ignore[method-assign]
     try:
         result = await run_embedded(scenario, store, run="golden", idle_timeout=0.2, bus=MemoryBus())
@@ -135,7 +137,8 @@ def test_a_failure_anywhere_ends_the_run_promptly_on_either_store(seed: int, sto
     import random
     import time
 
-    from ledgerlet_store.store import FAILED, EventStore
+    from ledgerlet_store.runs import FAILED, run_states
+    from ledgerlet_store.store import open_store
 
     rnd = random.Random(seed)
     victim, at = rnd.choice(LOOPS), rnd.randint(1, 40)
@@ -156,8 +159,8 @@ def test_a_failure_anywhere_ends_the_run_promptly_on_either_store(seed: int, sto
     assert not log.exists()
 
     async def state() -> tuple[str, str]:
-        async with await EventStore.open(store_dsn) as store:
-            found = {s.run: s for s in await store.run_states()}["f"]
+        async with await open_store(store_dsn) as store:
+            found = {s.run: s for s in await run_states(store)}["f"]
         return found.status, found.reason
 
     status, reason = asyncio.run(state())

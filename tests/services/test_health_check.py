@@ -43,6 +43,7 @@ def test_a_fresh_heartbeat_is_healthy_without_loading_the_product(tmp_path: Path
     assert (code, heavy) == (0, "")
 
 
+@pytest.mark.slow
 def test_a_stale_or_missing_heartbeat_fails_through_the_full_command_line(tmp_path: Path) -> None:
     _beat(tmp_path, "eviction-manager", age=60)
     code, heavy, _ = _health(tmp_path, "eviction-manager")
@@ -51,6 +52,7 @@ def test_a_stale_or_missing_heartbeat_fails_through_the_full_command_line(tmp_pa
     assert _health(tmp_path, "scheduler")[0] == 1
 
 
+@pytest.mark.slow
 def test_a_name_no_service_has_is_refused_as_before(tmp_path: Path) -> None:
     code, _, err = _health(tmp_path, "evicton-manager")
     assert code == 2 and "invalid choice" in err

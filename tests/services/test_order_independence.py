@@ -21,17 +21,20 @@ from ledgerlet_core.contracts.internal import ClockTick
 from ledgerlet_core.contracts.registry import make_envelope
 from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.loops.kubelet import EvictionManager
+from ledgerlet_services.runtime.causal_buffer import root_of
 from ledgerlet_services.runtime.embedded import run_embedded
-from ledgerlet_services.runtime.shell import ServiceRunner, root_of
-from ledgerlet_store.store import EventStore
+from ledgerlet_services.runtime.shell import ServiceRunner
+from ledgerlet_store.store import open_store
 from tests.conftest import EXAMPLES
+
+pytestmark = pytest.mark.slow
 
 Event = tuple[str, str, int, tuple[int, ...], bytes]
 
 
 async def _events(path: Path, tmp: Path, bus: MemoryBus | None) -> list[Event]:
     scenario = load_scenario(path.read_text(), str(path))
-    store = await EventStore.open(f"sqlite:///{tmp / 'events.db'}")
+    store = await open_store(f"sqlite:///{tmp / 'events.db'}")
     try:
         await run_embedded(scenario, store, run="order", bus=bus)
         stored = await store.read_run("order")
@@ -63,11 +66,11 @@ def test_an_event_is_held_until_the_step_it_descends_from_is_handled() -> None:
     assert root_of(tick) is None and root_of(derived) == (5, (1, 0))
     runner = ServiceRunner(MemoryBus(), EvictionManager)
     runner.handle_records([_record(derived, 7)])
-    assert [h.env.id for h in runner._held] == [derived.id]
+    assert [h.env.id for h in runner.buffer.held] == [derived.id]
     # not committed past the held event: it must come again if the process dies now
     assert runner.commit_offsets([_record(derived, 7)]) == {("ledgerlet.decisions", 0): 7}
     runner.handle_records([_record(tick, 3, "ledgerlet.clock")])
-    assert runner._held == []
+    assert runner.buffer.held == []
     assert runner.stats.events_in == 2
     # released: both partitions committed to the end of what was read
     assert runner.commit_offsets([_record(tick, 3, "ledgerlet.clock")]) == {

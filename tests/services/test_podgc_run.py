@@ -9,7 +9,7 @@ from pathlib import Path
 from ledgerlet_core.contracts.registry import decode_data
 from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.runtime.embedded import run_embedded
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.store import open_store
 
 SCENARIO = """\
 apiVersion: ledgerlet/v1
@@ -48,7 +48,7 @@ spec:
 
 async def test_terminated_pods_beyond_the_threshold_are_force_deleted(tmp_path: Path) -> None:
     scenario = load_scenario(SCENARIO, "podgc.yaml")
-    store = await EventStore.open(f"sqlite:///{tmp_path / 'r.db'}")
+    store = await open_store(f"sqlite:///{tmp_path / 'r.db'}")
     try:
         result = await run_embedded(scenario, store)
     finally:

@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
-import asyncpg
 import pytest
 
 from ledgerlet_core.loop.membership import Membership
 from ledgerlet_services.runtime.distributed import UnknownService, serve
-from ledgerlet_services.runtime.lease import Lease, lock_id, plain_dsn
-from ledgerlet_services.runtime.pool import Pool, Presence, ServeMember, fair_share, pool_class_id
+from ledgerlet_services.runtime.pool import Pool, ServeMember, fair_share
+from ledgerlet_store.leases import Lease, lock_id
+from ledgerlet_store.presence import Presence
+from tests.support.waiting import Turns, until
 
 pytestmark = pytest.mark.postgres
 
@@ -24,40 +25,6 @@ def test_a_fair_share_is_rounded_up_so_the_live_processes_host_every_member() ->
     assert [fair_share(6, live) for live in (1, 2, 3, 4, 5, 6, 7)] == [6, 3, 2, 2, 2, 1, 1]
     assert fair_share(3, 0) == 3  # (not joined yet: counts itself)
     assert all(fair_share(n, live) * live >= n for n in range(1, 20) for live in range(1, 20))
-
-
-async def _until(test: Callable[[], bool], timeout: float = 10.0) -> None:
-    for _ in range(int(timeout / 0.02)):
-        if test():
-            return
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"not so after {timeout} s")
-
-
-async def test_presence_counts_the_live_processes_and_forgets_one_whose_session_ended(pg_database: str) -> None:
-    a, b, other = Presence(pg_database, "ns.svc"), Presence(pg_database, "ns.svc"), Presence(pg_database, "ns.x")
-    for p in (a, b, other):
-        await p.join()
-    assert a.number != b.number
-    assert await a.live() == 2 and await other.live() == 1
-    admin = await asyncpg.connect(plain_dsn(pg_database))
-    try:  # what SIGKILL does to a process: its session ends
-        killed = await admin.fetchval(
-            "SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2 AND classid = $1::bigint::oid"
-            " AND objid = $2::bigint::oid",
-            pool_class_id("ns.svc"),
-            b.number,
-        )
-        assert await admin.fetchval("SELECT pg_terminate_backend($1)", killed)
-    finally:
-        await admin.close()
-    for _ in range(200):
-        if await a.live() == 1:
-            break
-        await asyncio.sleep(0.05)
-    assert await a.live() == 1
-    for p in (a, b, other):
-        await p.leave()
 
 
 class _Hosts:
@@ -103,6 +70,7 @@ async def _pools() -> AsyncIterator[list[tuple[Pool, asyncio.Event, asyncio.Task
 
 async def test_members_move_as_processes_join_and_leave(pg_database: str) -> None:
     hosts = _Hosts()
+    looks = {p: Turns() for p in "abc"}
 
     def start(process: str, made: list[tuple[Pool, asyncio.Event, asyncio.Task[None]]]) -> tuple[Pool, asyncio.Event]:
         pool = Pool(
@@ -114,23 +82,23 @@ async def test_members_move_as_processes_join_and_leave(pg_database: str) -> Non
             every=0.05,
         )
         stop = asyncio.Event()
-        made.append((pool, stop, asyncio.create_task(pool.run(stop))))
+        made.append((pool, stop, asyncio.create_task(pool.run(stop, looks[process].beat))))
         return pool, stop
 
     async with _pools() as made:
         a, stop_a = start("a", made)
-        await _until(lambda: hosts.of("a") == [0, 1, 2])  # alone: every member
+        await until(lambda: hosts.of("a") == [0, 1, 2])  # alone: every member
         b, _ = start("b", made)  # joins: a hands one over (share 2 of 3), b takes it
-        await _until(lambda: len(hosts.of("a")) == 2 and len(hosts.of("b")) == 1)
+        await until(lambda: len(hosts.of("a")) == 2 and len(hosts.of("b")) == 1)
         assert ("handed over", hosts.of("b")[0]) in a.moves
         c, _ = start("c", made)  # share 1 each
-        await _until(lambda: [len(hosts.of(p)) for p in "abc"] == [1, 1, 1])
-        await asyncio.sleep(0.3)  # and it stays so: nothing moves without a change
+        await until(lambda: [len(hosts.of(p)) for p in "abc"] == [1, 1, 1])
+        await asyncio.gather(*(looks[p].more(5) for p in "abc"))  # and it stays so: nothing moves without a change
         assert [len(hosts.of(p)) for p in "abc"] == [1, 1, 1]
         settled = len(hosts.taken)
         stop_a.set()  # a leaves: its member goes to b or c
         await made[0][2]
-        await _until(lambda: sorted(hosts.of("b") + hosts.of("c")) == [0, 1, 2])
+        await until(lambda: sorted(hosts.of("b") + hosts.of("c")) == [0, 1, 2])
         assert len(hosts.taken) == settled + 1
         assert b.indexes + c.indexes and not a.hosted
     assert not hosts.wrong
@@ -152,14 +120,14 @@ async def test_a_pool_takes_only_free_members_and_one_freed_later(pg_database: s
         every=0.05,
     )
     async with _pools() as made:
-        stop = asyncio.Event()
-        made.append((pool, stop, asyncio.create_task(pool.run(stop))))
-        await _until(lambda: hosts.of("a") == [1])
+        stop, looks = asyncio.Event(), Turns()
+        made.append((pool, stop, asyncio.create_task(pool.run(stop, looks.beat))))
+        await until(lambda: hosts.of("a") == [1])
         assert lock_id(elsewhere.key) in await presence.leases_held()  # (seen as held: not tried)
-        await asyncio.sleep(0.3)
+        await looks.more(5)
         assert hosts.of("a") == [1]
         await elsewhere.release()
-        await _until(lambda: hosts.of("a") == [0, 1])
+        await until(lambda: hosts.of("a") == [0, 1])
     assert not hosts.wrong
 
 
@@ -220,6 +188,8 @@ async def test_free_members_are_taken_at_once_and_handed_over_only_once_the_coun
     stayed the same for ``settle`` seconds (processes rejoining after a database restart
     do not send members back and forth)."""
     hosts = _Hosts()
+    now = [0.0]  # the pools' clock: it moves only when the test says
+    looks = {p: Turns() for p in "ab"}
 
     def pool(process: str) -> Pool:
         return Pool(
@@ -230,15 +200,20 @@ async def test_free_members_are_taken_at_once_and_handed_over_only_once_the_coun
             hosts.serve(process),
             every=0.05,
             settle=1.5,
+            clock=lambda: now[0],
         )
 
     async with _pools() as made:
         a, stop_a = pool("a"), asyncio.Event()
-        made.append((a, stop_a, asyncio.create_task(a.run(stop_a))))
-        await _until(lambda: hosts.of("a") == [0, 1], timeout=1.0)  # at once, well before it settles
+        made.append((a, stop_a, asyncio.create_task(a.run(stop_a, looks["a"].beat))))
+        await until(lambda: hosts.of("a") == [0, 1])  # at once: no time has passed
         b, stop_b = pool("b"), asyncio.Event()
-        made.append((b, stop_b, asyncio.create_task(b.run(stop_b))))
-        await asyncio.sleep(0.8)
+        made.append((b, stop_b, asyncio.create_task(b.run(stop_b, looks["b"].beat))))
+        await until(lambda: b.presence.joined)
+        await asyncio.gather(looks["a"].more(5), looks["b"].more(5))  # (a has seen b: two live)
+        now[0] = 1.4
+        await asyncio.gather(looks["a"].more(5), looks["b"].more(5))
         assert hosts.of("a") == [0, 1] and hosts.of("b") == []  # the count has not settled yet
-        await _until(lambda: len(hosts.of("a")) == 1 and len(hosts.of("b")) == 1, timeout=5.0)
+        now[0] = 1.5
+        await until(lambda: len(hosts.of("a")) == 1 and len(hosts.of("b")) == 1)
     assert not hosts.wrong

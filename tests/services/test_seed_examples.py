@@ -43,7 +43,7 @@ async def test_system_reserved_node(tmp_path: Path) -> None:
     from ledgerlet_core.contracts.registry import decode_data
     from ledgerlet_core.scenario.load import load_scenario
     from ledgerlet_services.runtime.embedded import run_embedded
-    from ledgerlet_store.store import EventStore
+    from ledgerlet_store.store import open_store
 
     records = await run("system-reserved.yaml", tmp_path)
     [evicted] = of(records, "PodEvicted")
@@ -52,7 +52,7 @@ async def test_system_reserved_node(tmp_path: Path) -> None:
     assert evicted["data"]["ranking"] == ["prod/reports", "prod/api", "prod/ledger-db"]
     assert not any(e.get("exceedsRequest", False) for e in evicted["data"]["rankingDetails"])
     scenario = load_scenario((EXAMPLES / "system-reserved.yaml").read_text(), "s")
-    store = await EventStore.open(f"sqlite:///{tmp_path / 'y.db'}")
+    store = await open_store(f"sqlite:///{tmp_path / 'y.db'}")
     try:
         result = await run_embedded(scenario, store)
         [status, *_] = await store.read_by_type(["NodeStatusUpdated"], run=result.run)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import ClassVar
 
@@ -15,6 +16,7 @@ from ledgerlet_core.contracts.internal import ClockTick, TimerSet
 from ledgerlet_core.contracts.registry import make_envelope
 from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_services.loops.base import Loop
+from ledgerlet_services.runtime import publishing
 from ledgerlet_services.runtime.outgoing import Outgoing
 from ledgerlet_services.runtime.shell import ServiceRunner
 
@@ -59,9 +61,9 @@ async def test_streamed_output_is_published_once_and_acknowledged_before_the_com
     outgoing: list[Outgoing] = []
     streamed: set[int] = set()
     for chunk in runner._batch(records, outgoing):
-        await runner._stream(producer, chunk, streamed)
+        await publishing.stream(producer, chunk, streamed)
     assert len(streamed) == 3
-    assert await runner._publish(producer, outgoing, streamed)
+    assert await publishing.publish(producer, outgoing, streamed, who=runner.name, stop=asyncio.Event())
     sent = bus._topics["ledgerlet.timers"]
     assert sum(len(part.records) for part in sent) == 3  # streamed ones are not sent again
 
@@ -204,10 +206,10 @@ def test_a_split_eviction_manager_drops_other_members_observations_undecoded() -
     runner = ServiceRunner(MemoryBus(), EvictionManager, member=member)
     garbage = b"{not an envelope"
     runner.handle_records([_observation(n, i, garbage) for i, n in enumerate(theirs)])
-    assert runner.stats.foreign == len(theirs) and not runner._held
+    assert runner.stats.foreign == len(theirs) and not runner.buffer.held
     runner.handle_records([_observation(n, 100 + i) for i, n in enumerate(mine)])
     # (decoded, and held until their step's root has been handled)
-    assert runner.stats.foreign == len(theirs) and sorted(h.env.node or "" for h in runner._held) == sorted(mine)
+    assert runner.stats.foreign == len(theirs) and sorted(h.env.node or "" for h in runner.buffer.held) == sorted(mine)
     whole = ServiceRunner(MemoryBus(), EvictionManager)  # not split: every observation is its own
     with pytest.raises(msgspec.DecodeError):
         whole.handle_records([_observation(theirs[0], 0, garbage)])

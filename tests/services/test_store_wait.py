@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.runs import run_states
+from ledgerlet_store.store import open_store
 from tests.conftest import EXAMPLES
 from tests.support import private_pg
 from tests.support.mounts import tmpfs
@@ -35,7 +36,7 @@ def _start(scenario: Path, dsn: str, log: Path, *extra: str) -> subprocess.Popen
 
 async def _stored(dsn: str, run: str) -> int:
     try:
-        async with await EventStore.open(dsn, migrate=False) as store:
+        async with await open_store(dsn, migrate=False) as store:
             return await store.count(run)
     except Exception:  # (not created yet)
         return 0
@@ -51,8 +52,8 @@ def _when_storing(proc: subprocess.Popen[str], dsn: str) -> None:
 
 
 async def _state(dsn: str) -> str:
-    async with await EventStore.open(dsn) as store:
-        return {s.run: s.status for s in await store.run_states()}["cut"]
+    async with await open_store(dsn) as store:
+        return {s.run: s.status for s in await run_states(store)}["cut"]
 
 
 def _fill(folder: Path) -> None:

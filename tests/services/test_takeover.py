@@ -15,14 +15,15 @@ import pytest
 from ledgerlet_bus.api import Bus, Record, TopicPartition
 from ledgerlet_bus.memory import MemoryBus
 from ledgerlet_services.runtime.catalog import CONTROL_LOOPS
-from ledgerlet_services.runtime.shell import ServiceRunner, next_offsets
+from ledgerlet_services.runtime.causal_buffer import next_offsets
+from ledgerlet_services.runtime.shell import ServiceRunner
 from ledgerlet_services.runtime.topics import topic_specs
 from tests.bus.test_bus_contract import drain
 from tests.services.test_snapshots import _serve, _steps, emitted, recorded
 from tests.support.buses import either_bus
 
 
-@pytest.fixture(params=["memory", "kafka"])
+@pytest.fixture(params=["memory", pytest.param("kafka", marks=pytest.mark.distributed)])
 async def bus(request: pytest.FixtureRequest) -> AsyncIterator[Bus]:
     async with either_bus(request, topic_specs(2)) as b:
         yield b
@@ -44,10 +45,10 @@ async def _until_read(runner: ServiceRunner, task: asyncio.Task[None], upto: dic
     """Wait until ``runner`` has handled (and so may commit) every record below ``upto``."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + 20
-    while any(runner._consumed.get(tp, 0) < off for tp, off in upto.items()):
+    while any(runner.buffer.consumed.get(tp, 0) < off for tp, off in upto.items()):
         if task.done():
             task.result()
-        assert loop.time() < deadline, f"never read on to {upto}: stuck at {runner._consumed}"
+        assert loop.time() < deadline, f"never read on to {upto}: stuck at {runner.buffer.consumed}"
         await asyncio.sleep(0.01)
 
 

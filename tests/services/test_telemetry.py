@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.runtime.embedded import run_embedded
 from ledgerlet_services.runtime.telemetry import Telemetry
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.store import open_store
 from tests.conftest import EXAMPLES
 
 
@@ -34,7 +34,7 @@ async def test_spans_link_the_clock_to_the_stored_eviction_and_metrics_count_eve
     metrics = InMemoryMetricReader()
     telemetry = Telemetry.build("embedded", span_exporter=spans, metric_reader=metrics)
     path = EXAMPLES / "memory-pressure.yaml"
-    store = await EventStore.open(f"sqlite:///{tmp_path / 'e.db'}")
+    store = await open_store(f"sqlite:///{tmp_path / 'e.db'}")
     try:
         await run_embedded(load_scenario(path.read_text(), str(path)), store, run="tele", telemetry=telemetry)
     finally:
@@ -59,6 +59,7 @@ async def test_spans_link_the_clock_to_the_stored_eviction_and_metrics_count_eve
     telemetry.shutdown()
 
 
+@pytest.mark.slow
 def test_ledgerlet_run_serves_prometheus_metrics_when_asked(tmp_path: Path) -> None:
     """OTEL_METRICS_EXPORTER=prometheus (the SDK's own variables) on the embedded default:
     while the run goes, /metrics on OTEL_EXPORTER_PROMETHEUS_PORT holds the services'
@@ -110,6 +111,7 @@ def test_ledgerlet_run_serves_prometheus_metrics_when_asked(tmp_path: Path) -> N
     assert proc.returncode == 143
 
 
+@pytest.mark.slow
 def test_a_bad_exporter_stops_ledgerlet_run_before_it_starts(tmp_path: Path) -> None:
     import os
     import subprocess
@@ -132,7 +134,7 @@ async def test_latency_buckets_are_seconds_and_the_process_is_measured(tmp_path:
     metrics = InMemoryMetricReader()
     telemetry = Telemetry.build("embedded", metric_reader=metrics)
     path = EXAMPLES / "memory-pressure.yaml"
-    store = await EventStore.open(f"sqlite:///{tmp_path / 'e.db'}")
+    store = await open_store(f"sqlite:///{tmp_path / 'e.db'}")
     try:
         await run_embedded(load_scenario(path.read_text(), str(path)), store, run="tele", telemetry=telemetry)
     finally:

@@ -7,7 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import EXAMPLES, ROOT
+
+pytestmark = pytest.mark.slow
 
 
 def test_two_first_runs_on_one_new_sqlite_store_both_succeed(tmp_path: Path) -> None:

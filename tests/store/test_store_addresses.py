@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ledgerlet_store.dsn import BadAddress, check_address
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.store import open_store
 from tests.conftest import EXAMPLES
 from tests.support.audit_server import serving
 from tests.support.mounts import tmpfs
@@ -129,7 +129,7 @@ def test_a_store_on_a_read_only_filesystem_is_read_but_never_written(tmp_path: P
 
 def test_the_library_still_opens_a_store_in_memory() -> None:
     async def count() -> int:
-        async with await EventStore.open("sqlite:///:memory:") as store:
+        async with await open_store("sqlite:///:memory:") as store:
             return await store.count()
 
     assert asyncio.run(count()) == 0

@@ -14,7 +14,8 @@ from ledgerlet_bus.memory import MemoryBus
 
 @contextlib.asynccontextmanager
 async def either_bus(request: pytest.FixtureRequest, topics: Sequence[TopicSpec]) -> AsyncIterator[Bus]:
-    """``request.param``: ``memory`` or ``kafka``; the bus is started with ``topics``."""
+    """``request.param``: ``memory`` or ``kafka``; the bus is started with ``topics``. (A
+    fixture that gives Kafka marks that parameter ``distributed``: it starts a broker.)"""
     b: Bus
     if request.param == "kafka":
         from ledgerlet_bus.kafka import KafkaBus

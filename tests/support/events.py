@@ -9,14 +9,14 @@ import subprocess
 import time
 from typing import Any
 
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.store import open_store
 
 #: (id, type, virtual time, order, payload) of one stored event
 Stored = tuple[str, str, int, tuple[int, ...], bytes]
 
 
 async def stored_events(dsn: str, run: str) -> list[Stored]:
-    store = await EventStore.open(dsn)
+    store = await open_store(dsn)
     try:
         events = await store.read_run(run)
     finally:
@@ -27,7 +27,7 @@ async def stored_events(dsn: str, run: str) -> list[Stored]:
 
 
 async def count_events(dsn: str, run: str) -> int:
-    store = await EventStore.open(dsn, migrate=False)
+    store = await open_store(dsn, migrate=False)
     try:
         return await store.count(run)
     finally:

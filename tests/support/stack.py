@@ -20,7 +20,7 @@ CLI = [sys.executable, "-m", "ledgerlet_services.app.cli"]
 EVICTION_TRACE = [
     ("ledgerlet-driver", "clock ClockTick"),  # the virtual clock ticks (an input of the stack)
     ("ledgerlet-stats-collector", "stats-collector ClockTick"),  # housekeeping: observe
-    ("ledgerlet-eviction-manager", "eviction-manager NodeObserved"),  # decide
+    ("ledgerlet-eviction-manager", "eviction-manager NodesObserved"),  # decide (a batch of observations)
     ("ledgerlet-event-recorder", "event-recorder store PodEvicted"),  # store
 ]
 

@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Final
 
 from rich.console import Console
-from sqlalchemy.exc import SQLAlchemyError
 
 from ledgerlet_bus.api import BusTimeout
 from ledgerlet_core.contracts.decision_log import encode_records, to_records
@@ -61,9 +60,11 @@ from ledgerlet_services.runtime.recorder import DEFAULT_STORE_WAIT, StoreUnwrita
 from ledgerlet_services.runtime.run_binding import RunMismatch, check_run_binding
 from ledgerlet_services.runtime.snapshots import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS
 from ledgerlet_services.runtime.telemetry import Telemetry
+from ledgerlet_store.contract import StoreError
 from ledgerlet_store.dsn import DEFAULT_DSN, describe
 from ledgerlet_store.run_ids import BadRunId, check_run_id
-from ledgerlet_store.store import EventStore, StoreError
+from ledgerlet_store.sql_store import SqlEventStore
+from ledgerlet_store.store import open_store
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -306,7 +307,7 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
         return EXIT_BAD_INPUT
     with stopped_by_signals(cancel=False) as opening:
         try:
-            store = await EventStore.open(args.store)
+            store = await open_store(args.store)
         except Exception as exc:  # a store we cannot open or migrate
             error(open_failure(args.store, exc))
             telemetry.shutdown()
@@ -364,7 +365,7 @@ async def _run(args: argparse.Namespace, console: Console) -> int:
 
 
 #: what a store that fails raises
-STORE_ERRORS: Final = (SQLAlchemyError, StoreError, OSError)
+STORE_ERRORS: Final = (StoreError, OSError)
 
 
 def _failure(exc: ServiceFailed, where: str, run: str, wait: float) -> str:
@@ -384,7 +385,7 @@ def _failure(exc: ServiceFailed, where: str, run: str, wait: float) -> str:
     )
 
 
-async def _bound_to_its_run(args: argparse.Namespace, store: EventStore, run: str, scenario: Scenario) -> int | None:
+async def _bound_to_its_run(args: argparse.Namespace, store: SqlEventStore, run: str, scenario: Scenario) -> int | None:
     """The exit code if ``--run-id`` names a stored run of another scenario or options
     (:mod:`~ledgerlet_services.runtime.run_binding`), or if that cannot be read."""
     full = args.store_observations == "full"
@@ -457,7 +458,7 @@ def stopped_by_signals(*, cancel: bool = True) -> Iterator[_Stopping]:
             task.uncancel()
 
 
-async def _interrupted(sig: signal.Signals, store: EventStore, run: str, t: int, console: Console) -> int:
+async def _interrupted(sig: signal.Signals, store: SqlEventStore, run: str, t: int, console: Console) -> int:
     """Say where the run stopped and how to finish it; exit 128 + the signal's number."""
     reason = f"interrupted by {sig.name}"
     with contextlib.suppress(Exception):

@@ -25,7 +25,8 @@ from ledgerlet_services.app.outputs import Output, OutputFailed, OutputRefused, 
 from ledgerlet_services.app.progress import add_progress_arg
 from ledgerlet_store.dsn import DEFAULT_DSN, BadAddress, check_address, describe
 from ledgerlet_store.read_only import read_only_url
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.sql_store import SqlEventStore
+from ledgerlet_store.store import open_store
 
 EXIT_OK, EXIT_MISMATCH, EXIT_BAD_INPUT = 0, 1, 2
 COMMANDS = ("serve", "kubeconfig", "runs", "replay", "whatif", "explain", "report", "import", "collect", "export")
@@ -302,7 +303,7 @@ def _warn(warning: str | None) -> None:
         messages.warning(warning)
 
 
-async def _warn_if_incomplete(store: EventStore, run: str) -> None:
+async def _warn_if_incomplete(store: SqlEventStore, run: str) -> None:
     from ledgerlet_services.app.replay import NoSuchRun, incomplete_warning, run_state
 
     with contextlib.suppress(NoSuchRun):
@@ -342,13 +343,13 @@ def open_failure(dsn: str, exc: BaseException) -> str:
     return f"cannot open store {describe(dsn)}: {store_reason(exc)}{unwritable}"
 
 
-async def _open(args: argparse.Namespace, console: Console) -> EventStore | None:
+async def _open(args: argparse.Namespace, console: Console) -> SqlEventStore | None:
     """The store a read command reads: never created here (a mistyped path would
     otherwise become an empty store that has no runs)."""
     if address_error(args.store, existing=True):
         return None
     try:  # (only a what-if saved as a run writes)
-        return await EventStore.open(args.store, reading=not getattr(args, "save_as", None))
+        return await open_store(args.store, reading=not getattr(args, "save_as", None))
     except Exception as exc:  # a store we cannot open or migrate
         error(open_failure(args.store, exc))
         return None
@@ -551,7 +552,7 @@ async def _whatif(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
-async def _duration(store: EventStore, run: str | None) -> int:
+async def _duration(store: SqlEventStore, run: str | None) -> int:
     """The run's virtual duration (ns) for a progress bar; 0 if it cannot be read (the
     command itself then says what is wrong)."""
     from ledgerlet_services.audit.queries import Audit, NotFound
@@ -626,7 +627,7 @@ def _diff_json(report: Any) -> dict[str, Any]:
     }
 
 
-async def _pod_key(store: EventStore, run: str, pod: str, namespace: str | None) -> str:
+async def _pod_key(store: SqlEventStore, run: str, pod: str, namespace: str | None) -> str:
     """``namespace/name`` for what the user typed: as given, with ``-n``, or a bare name
     that one namespace of the run has (a post-mortem starts from a pod's name)."""
     from ledgerlet_services.audit.queries import NotFound

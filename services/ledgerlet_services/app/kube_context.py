@@ -26,7 +26,7 @@ from ledgerlet_core.model.timefmt import format_rfc3339, parse_rfc3339
 from ledgerlet_services.audit.kube_api.app import PREFIX
 from ledgerlet_services.audit.kube_api.clock import NOW_SUFFIX
 from ledgerlet_services.audit.kube_api.meta import ApiError, parse_at
-from ledgerlet_store.store import RunState, UnknownRun, pick_run
+from ledgerlet_store.runs import RunState, UnknownRun, pick_run
 
 #: how the kubeconfig's server serves timestamps (kube_api/clock.py)
 CLOCKS = ("now", "recorded")

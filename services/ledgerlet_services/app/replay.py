@@ -43,7 +43,8 @@ from ledgerlet_core.scheduling.config import SchedulerConfig, config_errors
 from ledgerlet_services.runtime.embedded import ServiceFailed, record_outcome, run_feed
 from ledgerlet_services.runtime.recorder import DEFAULT_STORE_WAIT
 from ledgerlet_services.runtime.run_binding import observations_stored_whole
-from ledgerlet_store.store import EventStore, RunState, UnknownRun, pick_run
+from ledgerlet_store.runs import RunState, UnknownRun, pick_run, run_states
+from ledgerlet_store.sql_store import SqlEventStore
 
 
 class NoSuchRun(LookupError):
@@ -73,16 +74,16 @@ class RecordedRun:
         return sorted({e.node for e in self.inputs if e.type == "StatsReported" and e.node})
 
 
-async def resolve_run(store: EventStore, run: str | None) -> str:
+async def resolve_run(store: SqlEventStore, run: str | None) -> str:
     """``run`` if the store has it; the newest completed run when none is named."""
     return (await run_state(store, run)).run
 
 
-async def run_state(store: EventStore, run: str | None) -> RunState:
+async def run_state(store: SqlEventStore, run: str | None) -> RunState:
     """The state of ``run``: a full id or a prefix naming one run (the newest completed
     run when none is named)."""
     try:
-        return pick_run(await store.run_states(), run)
+        return pick_run(await run_states(store), run)
     except UnknownRun as exc:
         raise NoSuchRun(f"{store.describe()}: {exc}") from None
 
@@ -98,7 +99,7 @@ def incomplete_warning(state: RunState) -> str | None:
     )
 
 
-async def read_recorded(store: EventStore, run: str, *, batch: int = 20_000) -> RecordedRun:
+async def read_recorded(store: SqlEventStore, run: str, *, batch: int = 20_000) -> RecordedRun:
     """A stored run's inputs, in order (and how its observations were stored)."""
     began = time.perf_counter()
     inputs = [s.envelope async for s in store.iter_run(run, batch=batch, members=False, kinds=(INPUT,))]
@@ -169,7 +170,7 @@ class VerifyingSink(DecisionsSink):
 
     def __init__(
         self,
-        store: EventStore,
+        store: SqlEventStore,
         run: str,
         *,
         page: int = 5000,
@@ -179,7 +180,7 @@ class VerifyingSink(DecisionsSink):
         """``quiet_nodes``: nodes not observed again (quick). Their observations are left
         out of the comparison on both sides, and their status updates are compared without
         their causes (the kubelet names its node's last observation among them). With
-        ``types_by_node`` (:meth:`EventStore.types_by_node`) the store does not even hand
+        ``types_by_node`` (:meth:`SqlEventStore.types_by_node`) the store does not even hand
         the observations out, while the other nodes are few enough to name in the query."""
         super().__init__()
         self.verifier = Verifier()
@@ -293,7 +294,7 @@ class Replay:
 
 
 async def replay_run(
-    store: EventStore,
+    store: SqlEventStore,
     run: str | None = None,
     *,
     progress: Callable[[int], None] | None = None,
@@ -344,7 +345,7 @@ def unmodelled_refusal(entries: Sequence[ev.UnmodelledField]) -> str:
 
 
 async def whatif_run(
-    store: EventStore,
+    store: SqlEventStore,
     run: str | None,
     assignments: list[str],
     file_config: Mapping[str, Any] | None = None,
@@ -361,7 +362,7 @@ async def whatif_run(
     names the run and the settings it came from), which ``report`` and ``explain`` show
     like any run, and beside the recorded one with ``--compare``."""
     base_run = await resolve_run(store, run)
-    if save_as is not None and save_as in {s.run for s in await store.run_states()}:
+    if save_as is not None and save_as in {s.run for s in await run_states(store)}:
         raise InputError(f"the store already holds a run {save_as!r}", obj="--save-as")
     recorded = await read_recorded(store, base_run)
     base = recorded.started

@@ -13,7 +13,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from ledgerlet_core.model.duration import SECOND, format_duration
-from ledgerlet_store.store import StoredEvent
+from ledgerlet_store.contract import StoredEvent
 
 
 @contextmanager

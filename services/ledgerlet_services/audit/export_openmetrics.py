@@ -39,7 +39,7 @@ from ledgerlet_core.contracts.registry import DECISION, node_stream
 from ledgerlet_core.model.duration import SECOND
 from ledgerlet_core.postmortem.signals_series import SignalSeries, node_signal_series
 from ledgerlet_services.audit.queries import Audit
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.sql_store import SqlEventStore
 
 CONDITIONS: Final = ("MemoryPressure", "DiskPressure", "PIDPressure", "Ready")
 #: the most samples a counter series gets (grid_step)
@@ -123,7 +123,7 @@ class _Writer:
 
 
 async def export_openmetrics(
-    store: EventStore, run: str | None, sink: IO[str], *, nodes: Sequence[str] = ()
+    store: SqlEventStore, run: str | None, sink: IO[str], *, nodes: Sequence[str] = ()
 ) -> tuple[str, Exported]:
     """Write the run (``nodes``: only these nodes' signals; all by default) to ``sink``."""
     audit = Audit(store)
@@ -138,7 +138,7 @@ async def export_openmetrics(
 
 
 async def _collect(
-    store: EventStore,
+    store: SqlEventStore,
     audit: Audit,
     run: str,
     node_order: Sequence[str],

@@ -19,7 +19,6 @@ from contextlib import asynccontextmanager
 from pathlib import PurePath
 from typing import Annotated, Any
 
-import sqlalchemy as sa
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
@@ -37,7 +36,8 @@ from ledgerlet_services.audit.kube_api.meta import status_object
 from ledgerlet_services.audit.kube_api.root import add_root_routes
 from ledgerlet_services.audit.kube_api.routes import kube_route
 from ledgerlet_services.audit.queries import DEFAULT_PAGE, MAX_PAGE, Audit, BadCursor, BadFilter, NotFound
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.sql_store import SqlEventStore
+from ledgerlet_store.store import open_store
 
 log = logging.getLogger(__name__)
 
@@ -75,12 +75,11 @@ def _audit(request: Request) -> Audit:
 AuditDep = Annotated[Audit, Depends(_audit)]
 
 
-async def _beat(store: EventStore, heartbeat: Callable[[], None], every: float = 2.0) -> None:
+async def _beat(store: SqlEventStore, heartbeat: Callable[[], None], every: float = 2.0) -> None:
     """Touch the health file while the store answers (``ledgerlet health audit-api``)."""
     while True:
         with contextlib.suppress(Exception):
-            async with store.engine.connect() as conn:
-                await conn.execute(sa.text("SELECT 1"))
+            await store.ping()
             heartbeat()
         await asyncio.sleep(every)
 
@@ -89,7 +88,7 @@ def create_app(
     store_dsn: str,
     *,
     token: str | None = None,
-    store: EventStore | None = None,
+    store: SqlEventStore | None = None,
     heartbeat: Callable[[], None] | None = None,
     publish_docs: bool = False,
 ) -> FastAPI:
@@ -102,7 +101,7 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         owned = store is None
-        app.state.store = store or await EventStore.open(store_dsn, reading=True)
+        app.state.store = store or await open_store(store_dsn, reading=True)
         app.state.audit = Audit(app.state.store)
         beat = asyncio.create_task(_beat(app.state.store, heartbeat)) if heartbeat is not None else None
         try:
@@ -230,8 +229,7 @@ def create_app(
         """Whether the store answers; open to probes, so it says nothing of the store
         itself (its address named the database host and user to anyone)."""
         try:
-            async with request.app.state.store.engine.connect() as conn:
-                await conn.execute(sa.text("SELECT 1"))
+            await request.app.state.store.ping()
         except Exception:  # the store is away: not ready (why is in the server's log)
             log.warning("readyz: the event store does not answer", exc_info=True)
             return problem(503, "Service Unavailable", "the event store does not answer", request)

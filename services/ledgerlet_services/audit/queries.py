@@ -30,7 +30,10 @@ from ledgerlet_core.postmortem.explain import LOOKBACK, NODE_CAUSES, NODE_CONTEX
 from ledgerlet_core.postmortem.signals_series import has_image_fs, thresholds_for_node
 from ledgerlet_core.scenario.observed_events import about_pod
 from ledgerlet_core.scenario.unmodelled import pod_object, touching
-from ledgerlet_store.store import EventStore, StoredEvent, UnknownRun, order_key, pick_run
+from ledgerlet_store.batches import order_key
+from ledgerlet_store.contract import StoredEvent
+from ledgerlet_store.runs import UnknownRun, pick_run, run_states
+from ledgerlet_store.sql_store import SqlEventStore
 
 MAX_PAGE = 1000
 DEFAULT_PAGE = 100
@@ -68,7 +71,7 @@ class RunInfo:
     duration_seconds: float
     recorded_at: datetime
     source: str
-    #: completed, failed, running or abandoned (``ledgerlet_store.store.RunState``)
+    #: completed, failed, running or abandoned (``ledgerlet_store.runs.RunState``)
     status: str = "completed"
     status_reason: str = ""
 
@@ -116,7 +119,7 @@ def record(e: StoredEvent | Envelope, start: datetime) -> dict[str, Any]:
 
 
 class Audit:
-    def __init__(self, store: EventStore) -> None:
+    def __init__(self, store: SqlEventStore) -> None:
         self.store = store
         self._started: dict[str, tuple[ev.ScenarioStarted, datetime]] = {}
         self._completed: set[str] = set()
@@ -124,7 +127,7 @@ class Audit:
     # -- runs ----------------------------------------------------------------------
     async def runs(self) -> list[RunInfo]:
         out = []
-        for state in await self.store.run_states():
+        for state in await run_states(self.store):
             started, start = await self.started(state.run)
             out.append(
                 RunInfo(
@@ -144,7 +147,7 @@ class Audit:
         """The run's lifecycle state (None: no such run); a completed run stays completed."""
         if run in self._completed:
             return "completed"
-        state = next((s for s in await self.store.run_states() if s.run == run), None)
+        state = next((s for s in await run_states(self.store) if s.run == run), None)
         if state is not None and state.completed:
             self._completed.add(run)
         return state.status if state is not None else None
@@ -153,7 +156,7 @@ class Audit:
         """``run`` (a full id, or a prefix naming one run); ``latest`` is the newest
         *completed* run."""
         try:
-            return pick_run(await self.store.run_states(), run).run
+            return pick_run(await run_states(self.store), run).run
         except UnknownRun as exc:
             raise NotFound(str(exc)) from None
 

@@ -27,7 +27,8 @@ from ledgerlet_services.audit.report_html import (
     render_report,
 )
 from ledgerlet_services.audit.report_summary import NO_POOL, node_pool
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.runs import run_states
+from ledgerlet_store.sql_store import SqlEventStore
 
 #: nodes whose signals are drawn (a chart costs ~0.1 s): one of each group of evictions
 #: (signal and pool) first, then those with the most; every node's detail is listed
@@ -43,7 +44,7 @@ _SEQUELS = ("Evicted", "Preempted")
 Progress = Callable[[str, int, int], None]
 
 
-async def collect(store: EventStore, run: str | None, progress: Progress | None = None) -> ReportData:
+async def collect(store: SqlEventStore, run: str | None, progress: Progress | None = None) -> ReportData:
     audit = Audit(store)
     run = await audit.resolve(run)
     started, start = await audit.started(run)
@@ -187,7 +188,7 @@ async def collect(store: EventStore, run: str | None, progress: Progress | None 
         for e in decisions
         if e.type == "NodeShutdownStarted"
     ]
-    state = next((s for s in await store.run_states() if s.run == run), None)
+    state = next((s for s in await run_states(store) if s.run == run), None)
     incomplete = None
     if state is not None and not state.completed:
         incomplete = (
@@ -287,7 +288,7 @@ class ReportSummary:
 
 
 async def write_report(
-    store: EventStore,
+    store: SqlEventStore,
     run: str | None,
     out: Path,
     *,
@@ -310,7 +311,7 @@ async def write_report(
     )
 
 
-async def _pools(store: EventStore, run: str, nodes: list[str]) -> tuple[dict[str, str], str]:
+async def _pools(store: SqlEventStore, run: str, nodes: list[str]) -> tuple[dict[str, str], str]:
     """Each node's pool (report_summary.POOL_LABELS), and the label most nodes were told by."""
     pools: dict[str, str] = {}
     labels: dict[str, int] = {}

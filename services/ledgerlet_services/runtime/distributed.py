@@ -15,8 +15,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from sqlalchemy.exc import SQLAlchemyError
-
 from ledgerlet_bus.kafka import KafkaBus
 from ledgerlet_bus.retry import with_backoff
 from ledgerlet_core.contracts.internal import RUN_COMPLETED
@@ -34,17 +32,21 @@ from ledgerlet_services.runtime.catalog import (
 from ledgerlet_services.runtime.driver import Driver
 from ledgerlet_services.runtime.embedded import RunResult, new_run_id, record_outcome
 from ledgerlet_services.runtime.health import Heartbeat
-from ledgerlet_services.runtime.lease import Lease
-from ledgerlet_services.runtime.pool import Pool, Presence
+from ledgerlet_services.runtime.host_memory import HOST_SLOT
+from ledgerlet_services.runtime.pool import Pool
 from ledgerlet_services.runtime.recorder import NAME as RECORDER
 from ledgerlet_services.runtime.recorder import RecorderRunner
 from ledgerlet_services.runtime.run_binding import check_run_binding
 from ledgerlet_services.runtime.shell import ServiceRunner, not_splittable
-from ledgerlet_services.runtime.snapshots import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS, HOST_SLOT, Snapshots
+from ledgerlet_services.runtime.snapshots import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS, Snapshots
 from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_services.runtime.topics import topic_specs
+from ledgerlet_store.contract import StoreUnavailable
 from ledgerlet_store.dsn import is_postgres
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.leases import Lease
+from ledgerlet_store.presence import Presence
+from ledgerlet_store.sql_store import SqlEventStore
+from ledgerlet_store.store import open_store
 
 log = logging.getLogger(__name__)
 
@@ -76,11 +78,9 @@ async def open_bus(url: str, *, client_id: str, partitions: int) -> KafkaBus:
     return bus
 
 
-async def open_store(dsn: str) -> EventStore:
+async def wait_for_store(dsn: str) -> SqlEventStore:
     """Open (and migrate) the store, waiting for the database to come up."""
-    return await with_backoff(
-        f"opening the event store {dsn}", lambda: EventStore.open(dsn), retry_on=(SQLAlchemyError, OSError)
-    )
+    return await with_backoff(f"opening the event store {dsn}", lambda: open_store(dsn), retry_on=(StoreUnavailable,))
 
 
 async def serve(
@@ -103,7 +103,7 @@ async def serve(
     A control loop with a store checkpoints its state there (``snapshot_every``; records
     0 turns it off), so a restart folds only what came after the newest checkpoint. With
     a PostgreSQL store, the service first takes its lease (``lease``): several processes
-    may run it, one is active and the others stand by (runtime/lease.py). ``member``: this
+    may run it, one is active and the others stand by (ledgerlet_store/leases.py). ``member``: this
     process's share of a split service (loop/membership.py); each member has a group,
     lease and snapshot of its own. ``pool``: host a fair share of the service's ``pool``
     members, moving them between the processes of the pool as processes come and go
@@ -127,11 +127,11 @@ async def serve(
     telemetry = telemetry or Telemetry.disabled()
     stop = stop or asyncio.Event()
     bus = await open_bus(bus_url, client_id=f"ledgerlet-{name}", partitions=partitions)
-    store: EventStore | None = None
+    store: SqlEventStore | None = None
     every = snapshot_every or SnapshotEvery()
     try:
         if store_dsn and (kind is None or every.records > 0):
-            store = await open_store(store_dsn)
+            store = await wait_for_store(store_dsn)
         groups = (
             {group_of(name, m): list(kind.topics) for m in members}
             if kind is not None
@@ -300,7 +300,7 @@ async def drive(
         await bus.wait_idle(recorder_groups(), timeout=idle_timeout)
     finally:
         await bus.close()
-    store = await open_store(store_dsn)
+    store = await wait_for_store(store_dsn)
     try:
         await record_outcome(store, run_id, scenario.duration, RUN_COMPLETED)
         decisions = await store.read_run(run_id, kind=DECISION)

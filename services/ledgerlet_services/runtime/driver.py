@@ -22,8 +22,8 @@ from ledgerlet_core.contracts import order
 from ledgerlet_core.contracts.envelope import Envelope, decode_envelope, encode_envelope
 from ledgerlet_core.contracts.internal import ClockTick
 from ledgerlet_core.contracts.registry import decode_data, make_envelope
+from ledgerlet_services.runtime.causal_buffer import next_offsets
 from ledgerlet_services.runtime.clock_book import ClockBook
-from ledgerlet_services.runtime.shell import next_offsets
 from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_services.runtime.topics import CLOCK, INPUTS, TIMERS
 

@@ -10,7 +10,7 @@ Kafka, and its snapshot is what the next host loads.
 
 * **Who is live.** Each process holds an advisory lock on ``(pool, a number of its own)``
   on a session of its own, so PostgreSQL counts the live processes (``pg_locks``) and
-  forgets a killed one the moment its session ends.
+  forgets a killed one the moment its session ends (ledgerlet_store/presence.py).
 * **Taking.** A process below its share takes free members at its next look, by their
   leases (the same lease a static member's standby waits on): one taken is served as a
   fresh runner, which loads the member's newest snapshot and folds what its group
@@ -24,7 +24,7 @@ Kafka, and its snapshot is what the next host loads.
   take them.
 
 Nothing is decided twice or lost by a move, for the reasons a standby's take-over is safe
-(runtime/lease.py): a member's decisions do not depend on which process makes them, and
+(ledgerlet_store/leases.py): a member's decisions do not depend on which process makes them, and
 what it had not committed is handled again under the same ids. While a member has no
 host the clock waits for its group.
 """
@@ -33,17 +33,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
-import random
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-import asyncpg  # type: ignore[import-untyped]
-
 from ledgerlet_core.loop.membership import Membership
-from ledgerlet_services.runtime.lease import PING_PATIENCE, SERVER_SETTINGS, Lease, lock_id, plain_dsn
+from ledgerlet_store.contract import StoreUnavailable
+from ledgerlet_store.leases import PING_PATIENCE, Lease, lock_id
+from ledgerlet_store.presence import Presence
 
 log = logging.getLogger(__name__)
 
@@ -55,77 +53,6 @@ def fair_share(members: int, live: int) -> int:
     """How many of ``members`` one of ``live`` processes hosts: rounded up, so the live
     processes can host every member between them."""
     return -(-members // max(live, 1))
-
-
-def pool_class_id(key: str) -> int:
-    """The first half of the presence locks' two-part key: 31 bits of the pool's name (a
-    non-negative int4, as ``pg_locks.classid`` shows it)."""
-    return int.from_bytes(hashlib.sha256(f"ledgerlet-pool:{key}".encode()).digest()[:4], "big") & 0x7FFFFFFF
-
-
-_HERE = " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-_LIVE = (
-    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 2"
-    " AND classid = $1::bigint::oid" + _HERE
-)
-#: the one-part (bigint) advisory locks held: leases (runtime/lease.py lock_id), whose key
-#: pg_locks shows as its high and low halves
-_HELD = (
-    "SELECT (classid::bigint << 32) | objid::bigint FROM pg_locks"
-    " WHERE locktype = 'advisory' AND granted AND objsubid = 1" + _HERE
-)
-
-
-class Presence:
-    """A process's place in a pool (``key``: the namespaced service): an advisory lock
-    held on a session of its own, which the other processes count."""
-
-    def __init__(self, dsn: str, key: str) -> None:
-        self.dsn = plain_dsn(dsn)
-        self.key = key
-        self.class_id = pool_class_id(key)
-        #: this process's number in the pool (its lock's second half), once joined
-        self.number: int | None = None
-        self._conn: Any = None
-
-    @property
-    def joined(self) -> bool:
-        return self._conn is not None
-
-    async def join(self) -> None:
-        """Take a number of its own in the pool (raises OSError/asyncpg errors if the
-        database does not answer: the caller tries again)."""
-        conn = await asyncpg.connect(self.dsn, timeout=10, server_settings=SERVER_SETTINGS)
-        try:
-            while True:
-                number = random.randrange(1, 2**31)  # (a name for this process, not a decision)
-                if await conn.fetchval("SELECT pg_try_advisory_lock($1::int, $2::int)", self.class_id, number):
-                    break
-        except BaseException:
-            with contextlib.suppress(Exception):
-                await conn.close()
-            raise
-        self._conn, self.number = conn, number
-
-    async def live(self) -> int:
-        """How many processes are in the pool now (this one included, once joined).
-        Raises TimeoutError if the database does not answer in time (a network cut)."""
-        assert self._conn is not None, "join the pool first"
-        async with asyncio.timeout(PING_PATIENCE):
-            return int(await self._conn.fetchval(_LIVE, self.class_id))
-
-    async def leases_held(self) -> set[int]:
-        """The lock ids of the leases held now, by anyone (so that only free members are
-        tried, without a connection for each)."""
-        assert self._conn is not None, "join the pool first"
-        async with asyncio.timeout(PING_PATIENCE):
-            return {int(row[0]) for row in await self._conn.fetch(_HELD)}
-
-    async def leave(self) -> None:
-        conn, self._conn, self.number = self._conn, None, None
-        if conn is not None:
-            with contextlib.suppress(Exception):
-                await conn.close(timeout=2)
 
 
 #: serves one member while its lease is held: (member, lease, hand over when set) ->
@@ -154,12 +81,14 @@ class Pool:
         *,
         every: float = POOL_EVERY,
         settle: float | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         """``settle``: how long the number of live processes must stay the same before
         this process hands a member over (default five looks), so that processes that
         rejoin together after a database restart do not send members back and forth.
         Free members are taken at once (up to the share at the count seen now): a
-        member without a host holds the clock up."""
+        member without a host holds the clock up. ``clock``: what ``settle`` is measured
+        by (seconds; the event loop's clock unless a test gives one of its own)."""
         if count < 2:
             raise ValueError(f"a pool shares 2 or more members, got {count}")
         self.name = name
@@ -169,6 +98,7 @@ class Pool:
         self.serve_member = serve_member
         self.every = every
         self.settle = settle if settle is not None else 5 * every
+        self._clock = clock
         #: the number of live processes last seen, and since when (the event loop's clock)
         self._live: tuple[int, float] | None = None
         #: the members hosted now, in the order they were taken (those being handed over
@@ -191,7 +121,7 @@ class Pool:
                 await self._reap()  # (a member's failure fails the process from here)
                 try:
                     await self._turn()
-                except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
+                except (StoreUnavailable, TimeoutError) as exc:
                     log.warning("%s: the pool's database is not answering (%s)", self.name, exc)
                     await self.presence.leave()
                     self._live = None
@@ -215,7 +145,8 @@ class Pool:
             async with asyncio.timeout(PING_PATIENCE + 10):
                 await self.presence.join()
             log.info("%s: joined the pool as %s", self.name, self.presence.number)
-        live, now = await self.presence.live(), asyncio.get_running_loop().time()
+        live = await self.presence.live()
+        now = self._clock() if self._clock is not None else asyncio.get_running_loop().time()
         if self._live is None or self._live[0] != live:
             self._live = (live, now)
         share = fair_share(self.count, live)

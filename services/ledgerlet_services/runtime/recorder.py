@@ -14,17 +14,18 @@ from collections.abc import Callable, Sequence
 from typing import Final, Protocol
 
 import msgspec
-from sqlalchemy.exc import SQLAlchemyError
 
 from ledgerlet_bus.api import Bus, CommitRejected
 from ledgerlet_bus.retry import Stopped, with_backoff
 from ledgerlet_core.contracts.envelope import Envelope, decode_envelope
 from ledgerlet_core.contracts.internal import compact_observation_json
 from ledgerlet_core.contracts.observed import OBSERVED_BATCH, stored_observed
-from ledgerlet_services.runtime.shell import SharedEnvelopes, next_offsets, poll
+from ledgerlet_services.runtime.causal_buffer import next_offsets
+from ledgerlet_services.runtime.publishing import poll
+from ledgerlet_services.runtime.shell import SharedEnvelopes
 from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_services.runtime.topics import ALL_TOPICS
-from ledgerlet_store.store import StoreError
+from ledgerlet_store.contract import StoreError, StoreUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -37,8 +38,8 @@ STOP_GRACE = 30.0
 #: run --store-wait``): a database restart is ridden out, a store that stays away ends it
 DEFAULT_STORE_WAIT: Final = 60.0
 
-#: what a database restart looks like from here
-_STORE_AWAY = (SQLAlchemyError, StoreError, OSError, asyncio.TimeoutError)
+#: what a database restart looks like from here (the store says so: contract.StoreUnavailable)
+_STORE_AWAY = (StoreUnavailable, asyncio.TimeoutError)
 
 
 class StoreUnwritable(RuntimeError):
@@ -46,7 +47,8 @@ class StoreUnwritable(RuntimeError):
 
 
 class EventSink(Protocol):
-    """Where the recorder puts what it consumes: the event store, or a list (replay)."""
+    """Where the recorder puts what it consumes: the event store, or a list (replay). A
+    sink whose database is away raises StoreUnavailable: the recorder tries again."""
 
     async def append_batch(self, envelopes: Sequence[Envelope]) -> int: ...
 
@@ -147,11 +149,9 @@ async def append_waiting(
             deadline=wait,
         )
     except _STORE_AWAY as exc:  # (only past the deadline: before it, with_backoff retries)
-        orig = getattr(exc, "orig", None)
-        reason = str(orig if orig is not None else exc).strip().splitlines()
-        raise StoreUnwritable(
-            f"the store took nothing for {wait:g} s: {reason[0] if reason else type(exc).__name__}"
-        ) from exc
+        said = exc.reason if isinstance(exc, StoreError) else str(exc).strip()
+        reason = said.splitlines()[0] if said else type(exc).__name__
+        raise StoreUnwritable(f"the store took nothing for {wait:g} s: {reason}") from exc
 
 
 def stored_form(env: Envelope, *, full: bool) -> Envelope:

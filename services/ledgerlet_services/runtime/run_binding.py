@@ -17,7 +17,7 @@ from ledgerlet_core.contracts import inputs as ev
 from ledgerlet_core.contracts.observed import OBSERVED_BATCH, decode_observed
 from ledgerlet_core.contracts.registry import INTERNAL, decode_data
 from ledgerlet_core.scenario.load import Scenario
-from ledgerlet_store.store import EventStore
+from ledgerlet_store.sql_store import SqlEventStore
 
 
 class RunMismatch(Exception):
@@ -37,7 +37,7 @@ class StoredStart:
 _LOOKED_FOR: int = 5000
 
 
-async def observations_stored_whole(store: EventStore, run: str) -> bool | None:
+async def observations_stored_whole(store: SqlEventStore, run: str) -> bool | None:
     """Whether ``run`` stored its derived observations whole (``--store-observations
     full``), from the first closed-loop one it stored; None if it stored none."""
     looked = 0
@@ -53,7 +53,7 @@ async def observations_stored_whole(store: EventStore, run: str) -> bool | None:
     return None
 
 
-async def stored_start(store: EventStore, run: str) -> StoredStart | None:
+async def stored_start(store: SqlEventStore, run: str) -> StoredStart | None:
     """How ``run`` was started, if the store holds it."""
     found = await store.read_by_type(["ScenarioStarted"], run=run, limit=1)
     if not found:
@@ -68,7 +68,7 @@ def _named(source: str, digest: str) -> str:
 
 
 async def check_run_binding(
-    store: EventStore, run: str, scenario: Scenario, *, full_observations: bool | None = None
+    store: SqlEventStore, run: str, scenario: Scenario, *, full_observations: bool | None = None
 ) -> None:
     """Refuse (:class:`RunMismatch`) to complete ``run`` with another scenario or other
     options than it was started with; a run the store does not hold is a new one.

@@ -9,15 +9,9 @@ over up to ``max_records`` events (the hot path is per batch, not per message).
 State is per run: each run id gets a fresh service instance, dropped when the run's
 ``ScenarioEnded`` has been handled, so one long-lived process serves run after run.
 
-A restarted service rebuilds its state before it consumes anything new: it folds again
-every event its group has committed (the bus keeps them), in the runs' decision order
-``(t, order)``, with its output thrown away, since it was published the first time.
-Handlers never depend on the order in which a step's events arrive (ties are broken by
-event keys), so the rebuilt state is the state the service had. It then reads on from
-exactly the offsets that state reflects, not from whatever the group has committed by
-its first fetch: a member that lost its lease and has not noticed yet may still be
-committing, and what it commits meanwhile would otherwise never be folded here (what is
-read twice is dropped by its event ids).
+The runner is put together from parts: what it may handle yet and commit (causal_buffer.py,
+pure), its traffic with the bus (publishing.py), the state rebuilt at a restart
+(recovery.py) and the checkpoints that shorten it (snapshots.py).
 """
 
 from __future__ import annotations
@@ -31,18 +25,22 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from ledgerlet_bus.api import Bus, BusUnavailable, CommitRejected, Consumer, Producer, Record, TopicPartition
-from ledgerlet_bus.retry import Stopped, with_backoff
+from ledgerlet_bus.api import Bus, Record, TopicPartition
+from ledgerlet_bus.retry import Stopped
 from ledgerlet_core.contracts.batch import BATCH, expand
-from ledgerlet_core.contracts.envelope import Envelope, decode_envelope, encode_envelope
+from ledgerlet_core.contracts.envelope import Envelope, decode_envelope
 from ledgerlet_core.contracts.observed import BATCH_KEY
 from ledgerlet_core.contracts.topics import OBSERVATIONS
 from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_core.loop.membership import Membership, group_of
 from ledgerlet_services.loops.base import Loop, RunRefused
+from ledgerlet_services.runtime.causal_buffer import CausalBuffer, Held, SortKey
 from ledgerlet_services.runtime.dedupe import RecentIds
 from ledgerlet_services.runtime.outgoing import Outgoing, routed
-from ledgerlet_services.runtime.snapshots import RunnerState, Snapshots
+from ledgerlet_services.runtime.publishing import commit, poll, publish, stream
+from ledgerlet_services.runtime.recovery import fold, read_history
+from ledgerlet_services.runtime.snapshot_codec import RunnerState
+from ledgerlet_services.runtime.snapshots import Snapshots
 from ledgerlet_services.runtime.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
@@ -84,13 +82,6 @@ def _foreign_to(member: Membership) -> Callable[[bytes], bool]:
 def not_splittable(name: str) -> str:
     """Why a service that is not ``Loop.splittable`` cannot be given a member."""
     return f"{name} cannot be split between members (only the stats collector and the eviction manager can, so far)"
-
-
-#: records decoded, or events folded, between two turns a rebuild gives the event loop:
-#: folding a fleet's history takes minutes, and meanwhile the lease's pings, a pool's
-#: looks and the other members a process hosts must go on (a ping left waiting over 5 s
-#: counts as a lost lease)
-REBUILD_SLICE = 2000
 
 
 class ServiceRunner:
@@ -144,12 +135,8 @@ class ServiceRunner:
         self.instances: dict[str, Loop] = {}
         self._ended: OrderedDict[str, None] = OrderedDict()
         self._seen = RecentIds()
-        #: per run, the last root step (an input or a tick) handled
-        self._last_root: dict[str, SortKey] = {}
-        #: events whose root step has not been handled yet
-        self._held: list[_Held] = []
-        #: the next offset to read, per partition (what may be committed, held events aside)
-        self._consumed: dict[TopicPartition, int] = {}
+        #: what is held back until its step is handled, and what may be committed
+        self.buffer = CausalBuffer()
         self._stop = asyncio.Event()
         #: called on every turn of the loop (a liveness signal)
         self.heartbeat: Callable[[], None] | None = None
@@ -179,15 +166,15 @@ class ServiceRunner:
                 await self.rebuild()
             except Stopped:
                 return  # (told to stop while waiting for the snapshot's database)
-            await consumer.seek(self._consumed)  # (see the module docstring)
+            await consumer.seek(self.buffer.consumed)  # (see recovery.py)
             #: the offsets the state reflects exactly (what was rebuilt, then the last batch
             #: committed), if so; a rebuild from a snapshot alone has nothing to add to it
-            clean: dict[TopicPartition, int] | None = dict(self._consumed) if self.stats.rebuilt_records else None
+            clean: dict[TopicPartition, int] | None = dict(self.buffer.consumed) if self.stats.rebuilt_records else None
             self.ready.set()
             while not self._stop.is_set():
                 if self.heartbeat is not None:
                     self.heartbeat()
-                if self._handing_over and not self._held:
+                if self._handing_over and not self.buffer:
                     if clean is not None and self.snapshots is not None:
                         saved = await self.checkpoint(clean)
                         log.info(
@@ -203,14 +190,14 @@ class ServiceRunner:
                 outgoing: list[Outgoing] = []
                 streamed: set[int] = set()
                 for chunk in self._batch(records, outgoing):
-                    await self._stream(producer, chunk, streamed)
-                if not await self._publish(producer, outgoing, streamed):
+                    await stream(producer, chunk, streamed)
+                if not await publish(producer, outgoing, streamed, who=self.name, stop=self._stop):
                     return  # stopping: the batch is not committed and will be handled again
                 took = time.perf_counter() - began
                 self.telemetry.batch_done(self.group, outgoing, took)  # (a member by its own group)
                 self.stats.events_out += sum(o.events for o in outgoing)
                 offsets = self.commit_offsets(records)
-                committed = await self._commit(consumer, offsets)
+                committed = await commit(consumer, offsets, self.name)
                 clean = offsets if committed else None
                 if self.snapshots is not None:
                     due = self.snapshots.count(len(records), took) or self._checkpoint_due is not None
@@ -246,13 +233,14 @@ class ServiceRunner:
     def _ended_run(self, run: str) -> None:
         self.instances.pop(run, None)
         self._seen.forget(run)
+        self.buffer.forget(run)
         self._ended[run] = None
         if len(self._ended) > _ENDED_RUNS_KEPT:
             self._ended.popitem(last=False)
 
     async def rebuild(self) -> int:
-        """Fold again what the group has committed (see the module docstring), from the
-        newest snapshot on where there is one; how many events were folded. Raises
+        """Fold again what the group has committed (recovery.py), from the newest
+        snapshot on where there is one; how many events were folded. Raises
         :class:`Stopped` if told to stop while waiting for the snapshot's database."""
         began = time.perf_counter()
         start: dict[TopicPartition, int] | None = None
@@ -260,51 +248,31 @@ class ServiceRunner:
         if loaded is not None:
             state, start = loaded
             self.adopt(state)
-            self._consumed = dict(start)
-        history = await self.bus.history(self.group, self.topics, start=start)
-        for tp, off in next_offsets(history).items():
-            self._consumed[tp] = max(off, self._consumed.get(tp, 0))
+            self.buffer.consumed = dict(start)
+        history = await read_history(self.bus, self.group, self.topics, start, self._seen)
+        for tp, off in history.next_offsets.items():
+            self.buffer.consumed[tp] = max(off, self.buffer.consumed.get(tp, 0))
         if self.snapshots is not None:
-            self.snapshots.folded += len(history)
-        envelopes: dict[str, Envelope] = {}
-        for i, rec in enumerate(history):
-            if i % REBUILD_SLICE == REBUILD_SLICE - 1:
-                await asyncio.sleep(0)  # (see REBUILD_SLICE)
-            record = decode_envelope(rec.value)
-            if record.type == BATCH and self._seen.seen(record.run, record.id):
-                continue  # (a copy of a batch folded before: its members were too)
-            for env in expand(record):
-                envelopes.setdefault(env.id, env)
-        ended = {e.run for e in envelopes.values() if e.type == "ScenarioEnded"}
-        live = sorted((e for e in envelopes.values() if e.run not in ended), key=Envelope.sort_key)
-        folded = 0
-        for env in live:
-            if self._seen.seen(env.run, env.id):
-                continue  # a copy of what the snapshot holds
-            folded += 1
-            if folded % REBUILD_SLICE == 0:
-                await asyncio.sleep(0)
-            for _ in self._handle(env, None):  # the output was published the first time
-                await asyncio.sleep(0)  # (a long pass, a slice at a time)
-        for run in sorted(ended):
+            self.snapshots.folded += history.records
+        folded = await fold(history.live, self._seen, lambda env: self._handle(env, None))
+        for run in sorted(history.ended):
             self._ended_run(run)
-            self._last_root.pop(run, None)
         self.stats.rebuilt = folded
-        self.stats.rebuilt_records = len(history)
+        self.stats.rebuilt_records = history.records
         log.info(
             "%s: rebuilt state from %s%d events of %d records (%d runs ended) in %.2f s",
             self.group,  # (a member by its own group)
             "a snapshot and " if loaded is not None else "",
             folded,
-            len(history),
-            len(ended),
+            history.records,
+            len(history.ended),
             time.perf_counter() - began,
         )
         return folded
 
     def adopt(self, state: RunnerState) -> None:
         """Take up a snapshot's state (before anything else is handled)."""
-        self.instances, self._ended, self._seen, self._last_root = (
+        self.instances, self._ended, self._seen, self.buffer.last_root = (
             state.instances,
             state.ended,
             state.seen,
@@ -313,14 +281,14 @@ class ServiceRunner:
 
     def state(self) -> RunnerState:
         """What folding the committed records gave (a snapshot's content)."""
-        return RunnerState(self.instances, self._ended, self._seen, self._last_root)
+        return RunnerState(self.instances, self._ended, self._seen, self.buffer.last_root)
 
     async def checkpoint(self, offsets: dict[TopicPartition, int]) -> bool:
         """Save the state as of ``offsets`` (just committed) and wait until it is stored
         (whether it was); nothing is saved while an event is held back: the state then
         reflects records beyond what was committed, and the held event's own offset is
         what a restart reads from."""
-        if self.snapshots is None or self._held:
+        if self.snapshots is None or self.buffer:
             return False
         return await self.snapshots.save(self.state(), offsets)
 
@@ -334,7 +302,7 @@ class ServiceRunner:
         poll."""
         if self.snapshots is None:
             return
-        busy = bool(self._held) or self.snapshots.saving
+        busy = bool(self.buffer) or self.snapshots.saving
         if not busy:
             self.snapshots.begin(self.state(), offsets)
         self._checkpoint_due = offsets if busy or self.snapshots.waiting_for_host else None
@@ -348,11 +316,11 @@ class ServiceRunner:
 
     def _batch(self, records: list[Record], outgoing: list[Outgoing]) -> Iterator[list[Outgoing]]:
         """Handle a batch in causal order, holding back events whose root step has not
-        been handled yet (see :func:`root_of`). Everything emitted goes to ``outgoing``;
+        been handled yet (causal_buffer.py). Everything emitted goes to ``outgoing``;
         what a long handler emitted so far is also yielded as it goes, so it can be
         sent while the handler works on (a pass over thousands of nodes)."""
         self.stats.batches += 1
-        fresh: list[_Held] = []
+        fresh: list[Held] = []
         foreign = self._foreign
         for rec in records:
             if foreign is not None and rec.topic == OBSERVATIONS and rec.key is not None and foreign(rec.key):
@@ -362,22 +330,10 @@ class ServiceRunner:
             if env.run in self._ended or self._seen.seen(env.run, env.id):
                 self.stats.duplicates += 1
                 continue
-            fresh.append(_Held(env.sort_key(), env, rec))
+            fresh.append(Held(env.sort_key(), env, rec))
         self.telemetry.events_in(self.group, len(records))
-        if not fresh and not self._held:
-            return
-        pending = sorted([*self._held, *fresh], key=lambda h: h.key)
-        self._held = []
-        last_root = self._last_root
-        for item in pending:
+        for item in self.buffer.release(fresh, self._ended):
             env = item.env
-            if len(env.order) > 2:  # (root_of, inlined: this runs for every event)
-                done = last_root.get(env.run)
-                if done is None or (env.t, (env.order[0], env.order[1])) > done:
-                    if done is None and env.run in self._ended:
-                        continue  # (its run was refused, or ended, meanwhile: no step will come)
-                    self._held.append(item)
-                    continue
             if env.type == BATCH:
                 self._handle_members(env, outgoing, item.record.headers, item.record.topic)
             else:
@@ -410,8 +366,7 @@ class ServiceRunner:
                     for o in emitted:
                         o.headers = out_headers
                     outgoing.extend(emitted)
-        last = members[-1].sort_key()
-        self._last_root[batch.run] = max(last, self._last_root.get(batch.run, last))
+        self.buffer.batch_handled(batch.run, members[-1].sort_key())
         if outgoing is not None:
             self.stats.events_in += len(members)
             by_type = self.stats.by_type
@@ -426,8 +381,8 @@ class ServiceRunner:
         svc = self.instance(env.run)
         if svc is None:
             return
-        if len(env.order) <= 2:  # a root step (see root_of)
-            self._last_root[env.run] = key or env.sort_key()
+        if len(env.order) <= 2:  # a root step (causal_buffer.root_of)
+            self.buffer.root_handled(env.run, key or env.sort_key())
         emitter = Emitter(env, self.rank, keep=self._keep, place=svc.node_place())
         if outgoing is not None:
             self.stats.events_in += 1
@@ -443,7 +398,6 @@ class ServiceRunner:
                 log.error("%s: %s; the run's events are skipped", self.group, exc)
                 self.stats.refused.append(env.run)
                 self._ended_run(env.run)
-                self._last_root.pop(env.run, None)
                 return
             for _ in steps if steps is not None else ():
                 if outgoing is not None and len(emitter.out) > done:
@@ -460,81 +414,16 @@ class ServiceRunner:
             outgoing.extend(rest)
         if env.type == "ScenarioEnded":
             self._ended_run(env.run)
-            self._last_root.pop(env.run, None)
 
     def commit_offsets(self, records: list[Record]) -> dict[TopicPartition, int]:
-        """Offsets to commit once ``records`` are handled: everything consumed so far,
-        but not past an event still held back, which must come again if the process
-        dies before handling it. (A partition whose held event was released later is
-        committed with the batch that released it, whatever that batch held.)"""
-        for tp, off in next_offsets(records).items():
-            if off > self._consumed.get(tp, 0):
-                self._consumed[tp] = off
-        offsets = dict(self._consumed)
-        for item in self._held:
-            tp = (item.record.topic, item.record.partition)
-            if item.record.offset < offsets[tp]:
-                offsets[tp] = item.record.offset
-        return offsets
-
-    # -- I/O -----------------------------------------------------------------------
-    async def _stream(self, producer: Producer, chunk: list[Outgoing], streamed: set[int]) -> None:
-        """Send part of a batch's output early (acknowledged with the rest, by the flush)."""
-        try:
-            for o in chunk:
-                await producer.send(o.topic, encode_envelope(o.envelope), key=o.key, headers=o.headers)
-                streamed.add(id(o))
-        except BusUnavailable:
-            pass  # _publish sends it again
-
-    async def _publish(self, producer: Producer, outgoing: list[Outgoing], streamed: set[int] | None = None) -> bool:
-        """Send (what was not streamed) and flush; while the bus is away, send everything
-        again and again. False if told to stop."""
-        if not outgoing and not streamed:
-            return True
-        first = [o for o in outgoing if id(o) not in (streamed or ())]
-        tries = 0
-
-        async def attempt() -> None:
-            nonlocal tries
-            tries += 1
-            for o in first if tries == 1 else outgoing:
-                await producer.send(o.topic, encode_envelope(o.envelope), key=o.key, headers=o.headers)
-            await producer.flush()
-
-        publishing = asyncio.create_task(
-            with_backoff(f"{self.name}: publishing {len(outgoing)} events", attempt, retry_on=(BusUnavailable,))
-        )
-        stopping = asyncio.create_task(self._stop.wait())
-        done, _ = await asyncio.wait([publishing, stopping], return_when=asyncio.FIRST_COMPLETED)
-        stopping.cancel()
-        if publishing in done:
-            publishing.result()
-            return True
-        publishing.cancel()
-        return False
-
-    async def _commit(self, consumer: Consumer, offsets: dict[TopicPartition, int]) -> bool:
-        try:
-            await consumer.commit(offsets)
-        except CommitRejected as exc:  # the records come again; their ids are known by then
-            log.warning("%s: commit rejected (%s)", self.name, exc)
-            return False
-        return True
+        """Offsets to commit once ``records`` are handled (CausalBuffer.committable)."""
+        return self.buffer.committable(records)
 
 
-SortKey = tuple[int, tuple[int, ...]]
 Headers = tuple[tuple[str, bytes], ...]
 
 #: the span of an event handled without tracing (nullcontext is reusable)
 _NO_SPAN: contextlib.nullcontext[Headers] = contextlib.nullcontext(())
-
-
-@dataclass(slots=True)
-class _Held:
-    key: SortKey
-    env: Envelope
-    record: Record
 
 
 class SharedEnvelopes:
@@ -615,37 +504,3 @@ class SharedEnvelopes:
     def __len__(self) -> int:
         """Envelopes and batches kept (waiting for a reader)."""
         return len(self._envelopes) + len(self._members)
-
-
-def root_of(env: Envelope) -> SortKey | None:
-    """The step an event descends from: the input or clock tick at the start of its
-    causal chain (None for those themselves).
-
-    Every control loop reads every input and every tick, and the clock moves to the
-    next step only when all of them are idle, so steps are handled in order. An event
-    another service emitted while handling step S can still reach this service before
-    S itself does (they travel on different topics); handling it first would let it
-    change what this service decides at S. The shell holds it until S is handled,
-    so each service sees its events in the causal order a replay would use."""
-    if len(env.order) <= 2:
-        return None
-    return (env.t, (env.order[0], env.order[1]))
-
-
-async def poll(consumer: Consumer, max_records: int, who: str) -> list[Record]:
-    """One batch, or none: while the broker is away, say so and wait a little."""
-    try:
-        return await consumer.getmany(timeout=0.2, max_records=max_records)
-    except BusUnavailable as exc:
-        log.warning("%s: %s", who, exc)
-        await asyncio.sleep(0.5)
-        return []
-
-
-def next_offsets(records: list[Record]) -> dict[TopicPartition, int]:
-    offsets: dict[TopicPartition, int] = {}
-    for r in records:
-        tp = (r.topic, r.partition)
-        if r.offset + 1 > offsets.get(tp, 0):
-            offsets[tp] = r.offset + 1
-    return offsets

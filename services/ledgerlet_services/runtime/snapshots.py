@@ -1,59 +1,44 @@
-"""Checkpoints of a service's state, so a restart folds what came after one, not its
-group's whole history.
+"""When a service checkpoints its state and where, so a restart folds what came after the
+newest checkpoint, not its group's whole history.
 
 A service's state is a function of the records its group has committed (the shell's
 module docstring): the loops' state per run, the runs that ended, the ids handled. Once
 a batch is committed and nothing is held back, that state and the committed offsets are
 saved together (every ``records`` records or ``seconds`` of handling, whichever comes
-first); a restarted service loads the newest one and folds only the records between its
-offsets and what the group has committed since.
+first, and never more than ``max_share`` of the handling time); a restarted service loads
+the newest one and folds only the records between its offsets and what the group has
+committed since.
 
-The state is pickled, so its shape is the code's: a snapshot carries :func:`state_version`,
-a digest of the code whose objects it holds, and one taken by other code is not loaded
-(the service folds from the start, as it would without snapshots). A snapshot that cannot
-be read is treated the same way, and so is one the database does not give within
-``load_patience`` seconds. Snapshots are never the source of truth: dropping them
-all costs a slower restart, nothing else.
+How the state becomes bytes, and which code can read them back, is snapshot_codec.py; the
+child process that pickles it, snapshot_fork.py; the machine's memory and the turns its
+services take, host_memory.py. A snapshot taken by other code, one that cannot be read, and
+one the database does not give within ``load_patience`` seconds are all done without: the
+service folds from the start. Snapshots are never the source of truth: dropping them all
+costs a slower restart, nothing else.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import fcntl
-import hashlib
 import logging
 import os
-import pickle
-import signal
-import sys
-import tempfile
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import cache
 from pathlib import Path
 from typing import Final, Protocol
 
-import cramjam
-from sqlalchemy.exc import SQLAlchemyError
-
-import ledgerlet_core
 from ledgerlet_bus.api import TopicPartition
 from ledgerlet_bus.retry import with_backoff
-from ledgerlet_services import loops as _loops
-from ledgerlet_services.loops.base import Loop
-from ledgerlet_services.runtime.dedupe import RecentIds
+from ledgerlet_services.runtime.host_memory import available_bytes, resident_bytes, take_host_slot
+from ledgerlet_services.runtime.snapshot_codec import RunnerState, StaleSnapshot, format_version, manifest, restore
+from ledgerlet_services.runtime.snapshot_fork import Capture, capture_aside
+from ledgerlet_store.contract import StoreUnavailable
 from ledgerlet_store.snapshots import StoredSnapshot
 
 log = logging.getLogger(__name__)
-
-#: bump when what :class:`RunnerState` holds changes in a way the code digest cannot see
-STATE_FORMAT: Final = 1
-PICKLE_PROTOCOL: Final = 5
 
 DEFAULT_EVERY_RECORDS: Final = 20_000
 DEFAULT_EVERY_SECONDS: Final = 30.0
@@ -62,62 +47,18 @@ DEFAULT_EVERY_SECONDS: Final = 30.0
 DEFAULT_LOAD_PATIENCE: Final = 30.0
 #: the most of a service's handling time checkpoints may take
 MAX_SHARE: Final = 0.1
-#: services that share a machine pickle one checkpoint at a time (the lock is held by the
-#: pickling child, so it goes when the child does): six services of a fleet forking at once
-#: would each see the memory free that the others' children are about to copy
-#: (env ``LEDGERLET_SNAPSHOT_SLOT``: containers share it through a volume mounted in each)
-HOST_SLOT: Final = Path(
-    os.environ.get("LEDGERLET_SNAPSHOT_SLOT") or Path(tempfile.gettempdir()) / "ledgerlet-snapshot.lock"
-)
 #: a child still pickling after this long (or twenty times what the checkpoint is expected
 #: to cost, if more) is stopped: a stuck child would hold every service's turn for ever
 CAPTURE_PATIENCE: Final = 600.0
 
 
 class SnapshotStore(Protocol):
-    """Where checkpoints are kept (the event store's database: ``EventStore``)."""
+    """Where checkpoints are kept (the event store's database: ``SqlEventStore``); raises
+    StoreUnavailable while the database is away."""
 
     async def save_snapshot(self, snap: StoredSnapshot) -> None: ...
 
     async def load_snapshot(self, key: str) -> StoredSnapshot | None: ...
-
-
-@dataclass(slots=True)
-class RunnerState:
-    """What a service runner holds that folding its committed records rebuilds."""
-
-    instances: dict[str, Loop]
-    ended: OrderedDict[str, None]
-    seen: RecentIds
-    last_root: dict[str, tuple[int, tuple[int, ...]]]
-
-
-@cache
-def state_version() -> str:
-    """A digest of everything a pickled state's shape depends on: the format above, the
-    Python version, and the source of the packages whose objects the state holds (the
-    decision code in ``ledgerlet_core``, the loops, and the shell's own bookkeeping)."""
-    h = hashlib.sha256(f"{STATE_FORMAT}:{PICKLE_PROTOCOL}:{sys.version_info[:2]}".encode())
-    here = Path(__file__).parent
-    roots = [Path(ledgerlet_core.__file__).parent, Path(_loops.__file__).parent]
-    files = [f for root in roots for f in sorted(root.rglob("*.py"))]
-    files += [here / "shell.py", here / "dedupe.py", Path(__file__)]
-    for f in files:
-        h.update(f.name.encode())
-        h.update(f.read_bytes())
-    return h.hexdigest()[:32]
-
-
-def capture(state: RunnerState) -> bytes:
-    """The state as bytes (pickled, then compressed: a fleet's state is mostly repetition)."""
-    return bytes(cramjam.zstd.compress(pickle.dumps(state, protocol=PICKLE_PROTOCOL), level=1))
-
-
-def restore(blob: bytes) -> RunnerState:
-    state = pickle.loads(bytes(cramjam.zstd.decompress(blob)))
-    if not isinstance(state, RunnerState):
-        raise TypeError(f"a snapshot holds {type(state).__name__}, not RunnerState")
-    return state
 
 
 #: seconds :meth:`Snapshots.save` waits for its turn on the machine and the save: a
@@ -219,11 +160,11 @@ class Snapshots:
             snap = await with_backoff(
                 f"{self.key}: reading the snapshot",
                 lambda: self.store.load_snapshot(self.key),
-                retry_on=(SQLAlchemyError, OSError),
+                retry_on=(StoreUnavailable,),
                 deadline=self.load_patience,
                 stop=stop,
             )
-        except (SQLAlchemyError, OSError) as exc:
+        except StoreUnavailable as exc:
             log.warning(
                 "%s: the snapshot could not be read for %g s (%s): folding from the start",
                 self.key,
@@ -233,13 +174,16 @@ class Snapshots:
             return None
         if snap is None:
             return None
-        if snap.version != state_version():
+        if snap.version != format_version():
             log.info(
-                "%s: the snapshot was taken by other code (state %s): folding from the start", self.key, snap.version
+                "%s: the snapshot was taken by other code (format %s): folding from the start", self.key, snap.version
             )
             return None
         try:
             state = restore(snap.state)
+        except StaleSnapshot as exc:
+            log.info("%s: the snapshot was taken by other code (%s): folding from the start", self.key, exc)
+            return None
         except Exception as exc:  # a snapshot is only a cache: never worse than none
             log.warning("%s: the snapshot could not be read (%s): folding from the start", self.key, exc)
             return None
@@ -296,7 +240,7 @@ class Snapshots:
             )
             return False
         try:
-            capture = capture_aside(state)
+            capture = capture_aside(state, manifest())
         except OSError as exc:
             self.stats.failed += 1
             log.warning("%s: snapshot not started (%s); the next interval tries again", self.key, exc)
@@ -359,7 +303,7 @@ class Snapshots:
                 raise RuntimeError(f"the child pickling the state took over {patience:g} s: stopped") from None
             snap = StoredSnapshot(
                 key=self.key,
-                version=state_version(),
+                version=format_version(),
                 offsets=offsets,
                 state=blob,
                 records=folded,
@@ -387,219 +331,3 @@ class Snapshots:
             wall,
             self.stats.last_seconds,
         )
-
-
-def resident_bytes() -> int:
-    """The process's resident memory now (Linux's /proc/self/statm), a measure of how
-    much state a checkpoint has to pickle; 0 where it cannot be read (no scaling)."""
-    try:
-        with open("/proc/self/statm", "rb") as f:
-            return int(f.read().split()[1]) * _PAGE_SIZE
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
-def available_bytes() -> int | None:
-    """What the machine can give without swapping (Linux's MemAvailable), and no more than
-    this process's cgroup (a container's memory limit) has left; None where neither can
-    be read. A forked child shares its parent's pages until either writes to them, and
-    pickling writes to every object's reference count: the child may come to copy nearly
-    all of its parent (Redis's BGSAVE has the same caveat)."""
-    found = [x for x in (_meminfo_available(), _cgroup_available()) if x is not None]
-    return min(found) if found else None
-
-
-def _meminfo_available() -> int | None:
-    try:
-        with open("/proc/meminfo", "rb") as f:
-            for line in f:
-                if line.startswith(b"MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def _cgroup_available(root: Path = Path("/sys/fs/cgroup"), membership: str | None = None) -> int | None:
-    """What this process's memory cgroup and every cgroup above it have left (a container's
-    limit, a systemd unit's ``MemoryMax``): the smallest limit less its usage, page cache
-    that can be dropped not counted as used; None where there is no limit. cgroup v2
-    (``memory.max``) and v1 (``memory.limit_in_bytes``)."""
-    if membership is None:
-        try:
-            membership = Path("/proc/self/cgroup").read_text()
-        except OSError:
-            return None
-    found: list[int] = []
-    for line in membership.splitlines():
-        _, _, rest = line.partition(":")
-        controllers, _, rel = rest.partition(":")
-        if controllers == "" and rel:
-            found += _left(root, rel, _V2_FILES)
-        elif "memory" in controllers.split(","):
-            found += _left(root / "memory", rel, _V1_FILES)
-    return min(found) if found else None
-
-
-_V2_FILES: Final = ("memory.max", "memory.current", "inactive_file")
-_V1_FILES: Final = ("memory.limit_in_bytes", "memory.usage_in_bytes", "total_inactive_file")
-
-
-def _left(base: Path, rel: str, files: tuple[str, str, str]) -> list[int]:
-    """Limit less usage for the cgroup at ``base/rel`` and each one above it that has a limit
-    (``files``: the limit's file, the usage's, and the droppable cache's key in memory.stat)."""
-    limit_file, usage_file, cache_key = files
-    out: list[int] = []
-    here = base / rel.strip("/")
-    while True:
-        try:
-            text = (here / limit_file).read_text().strip()
-            if text != "max" and int(text) < 1 << 60:  # (v1 writes "no limit" as a huge number)
-                used = int((here / usage_file).read_text())
-                out.append(max(int(text) - used + _stat(here / "memory.stat", cache_key), 0))
-        except (OSError, ValueError):
-            pass
-        if here == base or base not in here.parents:
-            return out
-        here = here.parent
-
-
-def _stat(path: Path, key: str) -> int:
-    try:
-        for line in path.read_text().splitlines():
-            name, _, value = line.partition(" ")
-            if name == key:
-                return int(value)
-    except (OSError, ValueError):
-        pass
-    return 0
-
-
-def take_host_slot(path: Path) -> int | None:
-    """An open descriptor that holds ``path``'s exclusive lock (flock), or None if another
-    holds it. The lock goes with the last descriptor of it: a child forked meanwhile keeps
-    it until it exits, however it exits."""
-    try:  # (a lock needs no write access: another user's file will do)
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except FileNotFoundError:
-        fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW, 0o666)
-        with contextlib.suppress(OSError):
-            os.fchmod(fd, 0o666)  # (whatever the umask: every user's services take turns)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    except OSError:
-        os.close(fd)
-        raise
-    return fd
-
-
-_PAGE_SIZE: Final = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
-
-
-class Capture:
-    """A state being pickled by a child process (``pid``) that writes it to a pipe
-    (``fd``); or, where the platform cannot fork, already pickled (``blob``)."""
-
-    def __init__(self, pid: int = 0, fd: int = -1, blob: bytes | None = None, cpu_seconds: float | None = None) -> None:
-        self.pid, self.fd, self.blob = pid, fd, blob
-        #: what pickling took of the CPU (known once :meth:`result` has returned)
-        self.cpu_seconds = cpu_seconds
-
-    async def result(self) -> bytes:
-        if self.blob is not None:
-            return self.blob
-        loop = asyncio.get_running_loop()
-        try:
-            data = await loop.run_in_executor(None, _read_all, self.fd)
-            _, status, usage = await loop.run_in_executor(None, os.wait4, self.pid, 0)
-            self.pid = 0
-            self.cpu_seconds = usage.ru_utime + usage.ru_stime
-            code = os.waitstatus_to_exitcode(status)
-            if code != 0:
-                raise RuntimeError(f"the process pickling the state exited with {code}")
-            return data
-        finally:
-            self.drop()
-
-    def drop(self) -> None:
-        if self.pid:
-            with contextlib.suppress(OSError):
-                os.kill(self.pid, signal.SIGKILL)
-                os.waitpid(self.pid, 0)
-            self.pid = 0
-        if self.fd >= 0:
-            with contextlib.suppress(OSError):
-                os.close(self.fd)
-            self.fd = -1
-
-
-def capture_aside(state: RunnerState) -> Capture:
-    """Pickle ``state`` in a forked child (copy-on-write: the child sees the state as it
-    is at the fork, whatever the service does next), as Redis's BGSAVE does. The child
-    only pickles and writes to a pipe, then leaves with ``os._exit``: it touches no
-    socket, event loop or lock of the parent's, and dies with its parent."""
-    if not hasattr(os, "fork"):
-        began = time.process_time()
-        blob = capture(state)
-        return Capture(blob=blob, cpu_seconds=time.process_time() - began)
-    parent = os.getpid()
-    read, write = os.pipe()
-    try:
-        pid = os.fork()
-    except BaseException:
-        os.close(read)
-        os.close(write)
-        raise
-    if pid == 0:  # the child
-        code = 1
-        try:
-            os.close(read)
-            _die_with_parent(parent)
-            _write_all(write, capture(state))
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write)
-    return Capture(pid=pid, fd=read)
-
-
-def _load_prctl() -> Callable[..., int] | None:
-    """The C library's prctl, or None where there is none (not Linux)."""
-    try:
-        return ctypes.CDLL(None).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-#: looked up by the parent at import: a forked child does as little as it can (loading a
-#: library or looking up a symbol takes the dynamic loader's lock, which another thread
-#: of the parent's may have held at the fork: the child would wait for ever)
-_PRCTL: Final = _load_prctl()
-_PR_SET_PDEATHSIG: Final = 1
-
-
-def _die_with_parent(parent: int) -> None:
-    """Linux's PR_SET_PDEATHSIG: a service killed mid-checkpoint leaves no child pickling
-    on. It covers a parent that dies from now on, so a child whose ``parent`` is already
-    gone (it was re-parented) leaves at once."""
-    if _PRCTL is not None:
-        with contextlib.suppress(Exception):
-            _PRCTL(_PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:
-        os._exit(1)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def _read_all(fd: int) -> bytes:
-    chunks = []
-    while chunk := os.read(fd, 1 << 20):
-        chunks.append(chunk)
-    return b"".join(chunks)

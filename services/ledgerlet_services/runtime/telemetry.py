@@ -16,7 +16,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -32,6 +32,7 @@ from opentelemetry.trace import SpanKind
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.contracts.observed import OBSERVED_BATCH, observed_index
 from ledgerlet_services.runtime.outgoing import Outgoing
 from ledgerlet_services.runtime.process_metrics import observe_process
 
@@ -274,6 +275,10 @@ class Telemetry:
             self._scrape = None
 
 
+#: a batch's nodes named on its span at most (its count is there too)
+SPAN_NODES: Final = 100
+
+
 def _attributes(service: str, env: Envelope) -> dict[str, Any]:
     attrs: dict[str, Any] = {
         "ledgerlet.service": service,
@@ -284,6 +289,12 @@ def _attributes(service: str, env: Envelope) -> dict[str, Any]:
     }
     if env.node:
         attrs["ledgerlet.node"] = env.node
+    elif env.type == OBSERVED_BATCH:  # (a batch's nodes are in its data)
+        nodes = observed_index(env.data).nodes
+        attrs["ledgerlet.observations"] = len(nodes)
+        attrs["ledgerlet.nodes"] = nodes[:SPAN_NODES]
+        if len(nodes) == 1:
+            attrs["ledgerlet.node"] = nodes[0]
     if env.pod:
         attrs["ledgerlet.pod"] = env.pod
     return attrs

@@ -55,7 +55,9 @@ from ledgerlet_services.audit.kube_api.workloads import (
     with_workload_status,
 )
 from ledgerlet_services.audit.queries import Audit, NotFound
-from ledgerlet_store.store import StoredEvent, order_key
+from ledgerlet_store.batches import order_key
+from ledgerlet_store.contract import StoredEvent
+from ledgerlet_store.kube_reads import KubeReads
 
 METRICS_KINDS: Final = ("NodeMetrics", "PodMetrics")
 #: the kinds read from their object streams that live in a namespace
@@ -119,6 +121,7 @@ class KubeReader:
     def __init__(self, audit: Audit) -> None:
         self.audit = audit
         self.store = audit.store
+        self.pages = KubeReads(audit.store)
 
     async def instant(self, run_text: str, at_text: str) -> Instant:
         try:
@@ -130,12 +133,12 @@ class KubeReader:
 
     # -- pods ---------------------------------------------------------------------------
     async def pod(self, i: Instant, namespace: str, name: str) -> dict[str, Any] | None:
-        rows = await self.store.read_pods(i.run, [f"{namespace}/{name}"], t_to=i.t)
+        rows = await self.pages.read_pods(i.run, [f"{namespace}/{name}"], t_to=i.t)
         return build_pod([r.envelope for r in rows], i)
 
     async def _pods_of(self, i: Instant, keys: Sequence[str]) -> dict[str, dict[str, Any] | None]:
         by_pod: dict[str, list[Envelope]] = defaultdict(list)
-        for r in await self.store.read_pods(i.run, keys, t_to=i.t):
+        for r in await self.pages.read_pods(i.run, keys, t_to=i.t):
             by_pod[r.envelope.pod or ""].append(r.envelope)
         return {k: build_pod(by_pod.get(k, []), i) for k in keys}
 
@@ -147,7 +150,7 @@ class KubeReader:
         if node is not None:  # describe node's listing: the node's pods, from the node index
             keys = sorted(
                 k
-                for k in await self.store.pods_on_node(i.run, node)
+                for k in await self.pages.pods_on_node(i.run, node)
                 if (after is None or k > after) and (prefix is None or k.startswith(prefix))
             )
             for n in range(0, len(keys), CHUNK):
@@ -155,7 +158,7 @@ class KubeReader:
             return
         size = first
         while True:
-            keys = await self.store.pod_keys(i.run, after=after, prefix=prefix, limit=size)
+            keys = await self.pages.pod_keys(i.run, after=after, prefix=prefix, limit=size)
             if not keys:
                 return
             yield keys
@@ -176,7 +179,7 @@ class KubeReader:
 
     async def _nodes_of(self, i: Instant, names: Sequence[str]) -> dict[str, dict[str, Any] | None]:
         rows = await self.store.read_nodes(i.run, names, types=NODE_TYPES, t_to=i.t)
-        rows += await self.store.read_streams(i.run, [node_stream(n) for n in names], types=STATUS_TYPES, t_to=i.t)
+        rows += await self.pages.read_streams(i.run, [node_stream(n) for n in names], types=STATUS_TYPES, t_to=i.t)
         rows.sort(key=cursor_of)
         by_node: dict[str, list[Envelope]] = defaultdict(list)
         for r in rows:
@@ -212,14 +215,14 @@ class KubeReader:
     # -- namespaces ---------------------------------------------------------------------
     async def _namespace_names(self, i: Instant) -> list[str]:
         names = set(BUILT_IN_NAMESPACES)
-        for r in await self.store.read_stream_range(i.run, "object/", types=["ObjectApplied"], t_to=i.t):
+        for r in await self.pages.read_stream_range(i.run, "object/", types=["ObjectApplied"], t_to=i.t):
             parts = r.envelope.stream.split("/")
             if len(parts) == 4:
                 names.add(parts[2])
-        byte_ordered = await self.store.byte_ordered()
+        byte_ordered = await self.pages.byte_ordered()
         after: str | None = None
         while True:  # one index seek per namespace (byte order), else a walk over the pod keys
-            keys = await self.store.pod_keys(i.run, after=after, limit=1 if byte_ordered else CHUNK)
+            keys = await self.pages.pod_keys(i.run, after=after, limit=1 if byte_ordered else CHUNK)
             if not keys:
                 break
             for k in keys:
@@ -241,7 +244,7 @@ class KubeReader:
 
     # -- priority classes, runtime classes, budgets, quotas -----------------------------------
     async def _simple(self, i: Instant, kind: str) -> list[tuple[str, dict[str, Any]]]:
-        rows = await self.store.read_stream_range(
+        rows = await self.pages.read_stream_range(
             i.run, f"object/{kind}/", types=["ObjectApplied", "ObjectDeleted"], t_to=i.t
         )
         rejected = {
@@ -314,7 +317,7 @@ class KubeReader:
     # -- events -------------------------------------------------------------------------
     async def _pod_specs(self, i: Instant, pods: Sequence[str], t_to: int) -> list[ev.EventSpec]:
         by_pod: dict[str, list[Envelope]] = defaultdict(list)
-        for r in await self.store.read_pods(i.run, pods, t_to=t_to):
+        for r in await self.pages.read_pods(i.run, pods, t_to=t_to):
             by_pod[r.envelope.pod or ""].append(r.envelope)
         preemptors = {
             json.loads(bytes(e.data)).get("preemptor", "")
@@ -324,7 +327,7 @@ class KubeReader:
         }
         uids: dict[str, str] = {}
         if preemptors:
-            for r in await self.store.read_pods(i.run, sorted(preemptors), t_to=t_to):
+            for r in await self.pages.read_pods(i.run, sorted(preemptors), t_to=t_to):
                 if r.envelope.type in ("ObjectApplied", "ObjectCreated"):  # the newest pod of that name
                     obj = json.loads(bytes(r.envelope.data)).get("object", {})
                     uids[r.envelope.pod or ""] = obj.get("metadata", {}).get("uid", "") or object_uid(r.envelope.id)
@@ -488,7 +491,7 @@ class KubeReader:
         while True:
             for n, (scope, types) in enumerate(sources):
                 if not buffers[n] and not done[n] and types:
-                    rows = await self.store.list_run_events(
+                    rows = await self.pages.list_run_events(
                         run, types=types, after=cursors[n], t_to=t_to, scope=scope, limit=CHUNK
                     )
                     buffers[n] = rows

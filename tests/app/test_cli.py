@@ -7,7 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import EXAMPLES
+
+pytestmark = pytest.mark.slow
 
 
 def ledgerlet(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:

@@ -13,6 +13,8 @@ standby; whoever takes the lease rebuilds the state from the newest snapshot and
 records committed since. Decisions do not depend on which member makes them (event ids
 come from the events' places), so a short overlap while a cut-off member notices cannot
 make a different decision, only a copy of one, which every consumer drops.
+
+A lease never raises when its database is away: it is simply not taken, or lost.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from typing import Any, Final
 import asyncpg  # type: ignore[import-untyped]
 
 log = logging.getLogger(__name__)
+
+#: what a database that does not answer looks like from asyncpg
+AWAY: Final = (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError)
 
 #: How long a holder waits for its ping before it steps down (it pings every ``every``
 #: seconds): ~6 s after its last answer, at the default of one ping a second.
@@ -65,6 +70,8 @@ class Lease:
         self.dsn = plain_dsn(dsn)
         self.key = key
         self.every = every
+        #: pings answered while held (how long :meth:`lost` has watched, in its own turns)
+        self.pings = 0
         self._conn: Any = None
 
     @property
@@ -97,7 +104,7 @@ class Lease:
             if await conn.fetchval("SELECT pg_try_advisory_lock($1)", lock_id(self.key)):
                 self._conn, conn = conn, None
                 return True
-        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
+        except AWAY as exc:
             log.warning("%s: the lease's database is not answering (%s)", self.key, exc)
         finally:
             if conn is not None:
@@ -112,7 +119,8 @@ class Lease:
             try:
                 async with asyncio.timeout(max(self.every * 5, PING_PATIENCE)):
                     await self._conn.fetchval("SELECT 1")
-            except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError) as exc:
+                self.pings += 1
+            except AWAY as exc:
                 log.warning("%s: lease lost (%s): stepping down", self.key, exc)
                 await self.release()
                 return

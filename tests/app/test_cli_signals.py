@@ -15,28 +15,31 @@ from pathlib import Path
 
 import pytest
 
-from ledgerlet_store.store import FAILED, EventStore
+from ledgerlet_store.runs import FAILED, run_states, runs
+from ledgerlet_store.store import open_store
 from tests.conftest import EXAMPLES
+
+pytestmark = pytest.mark.slow
 
 
 async def _started(dsn: str, run: str) -> bool:
     if dsn.startswith("sqlite") and not Path(dsn.removeprefix("sqlite:///")).exists():
         return False
     try:
-        async with await EventStore.open(dsn, migrate=False) as store:  # (the run migrates it)
-            return run in {r for r, _ in await store.runs()}
+        async with await open_store(dsn, migrate=False) as store:  # (the run migrates it)
+            return run in {r for r, _ in await runs(store)}
     except Exception:  # not created yet
         return False
 
 
 async def _state(dsn: str, run: str) -> tuple[str, str]:
-    async with await EventStore.open(dsn) as store:
-        found = {s.run: s for s in await store.run_states()}[run]
+    async with await open_store(dsn) as store:
+        found = {s.run: s for s in await run_states(store)}[run]
     return found.status, found.reason
 
 
 async def _count(dsn: str, run: str) -> int:
-    async with await EventStore.open(dsn, migrate=False) as store:
+    async with await open_store(dsn, migrate=False) as store:
         return await store.count(run)
 
 
@@ -48,7 +51,7 @@ async def _kill_when_partly_stored(proc: subprocess.Popen[str], dsn: str, run: s
     while True:
         assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
         try:
-            async with await EventStore.open(dsn, migrate=False) as store:
+            async with await open_store(dsn, migrate=False) as store:
                 while proc.poll() is None and time.monotonic() < deadline:
                     stored = await store.count(run)
                     if stored > seen:

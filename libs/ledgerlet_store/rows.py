@@ -1,0 +1,103 @@
+"""Events as rows of the ``events`` table and back, the same on every backend."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import msgspec
+
+from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_store.batches import order_key
+from ledgerlet_store.contract import StoredEvent
+from ledgerlet_store.schema import events
+
+_CAUSES: Final = msgspec.json.Encoder()
+_CAUSES_DECODER: Final = msgspec.json.Decoder(list[str])
+
+#: the columns a row is written with, in the order :func:`row_without_version` and the
+#: version and time make them (COPY on PostgreSQL, ``executemany`` on SQLite)
+COLUMNS: Final = (
+    "event_id",
+    "run",
+    "stream",
+    "version",
+    "type",
+    "kind",
+    "schema_version",
+    "t",
+    "order_key",
+    "node",
+    "pod",
+    "causes",
+    "data",
+    "recorded_at",
+)
+
+
+def row_without_version(e: Envelope) -> tuple[Any, ...]:
+    """A row of ``COLUMNS`` without its version and time (filled in under the write lock)."""
+    return (
+        e.id,
+        e.run,
+        f"{e.run}:{e.stream}",
+        e.type,
+        e.kind,
+        e.v,
+        e.t,
+        order_key(e.order),
+        e.node,
+        e.pod,
+        encode_causes(e.causes),
+        bytes(e.data).decode(),
+    )
+
+
+def encode_causes(causes: list[str]) -> str:
+    """A ``causes`` column: the ids as a JSON array."""
+    return _CAUSES.encode(causes).decode()
+
+
+def with_version(row: tuple[Any, ...], version: int, recorded_at: Any) -> tuple[Any, ...]:
+    """``row`` (:func:`row_without_version`) as a whole row of ``COLUMNS``."""
+    return (*row[:3], version, *row[3:], recorded_at)
+
+
+def stored(row: Any) -> StoredEvent:
+    """A row of ``events`` (every column, in the table's order) as the event it holds."""
+    # (by place, not by name: a replay reads every row of a run, and ``Row._mapping``'s
+    # look-ups by name were a tenth of its time; ``_AT`` checks the places at import)
+    (position, event_id, run, stream, version, type_, kind, v, t, order, node, pod, causes, data, recorded) = row
+    if stream.startswith(run) and stream[len(run) : len(run) + 1] == ":":
+        stream = stream[len(run) + 1 :]
+    env = Envelope(
+        id=event_id,
+        type=type_,
+        v=v,
+        run=run,
+        t=t,
+        order=list(map(int, order.split("."))) if order else [],
+        stream=stream,
+        kind=kind,
+        node=node,
+        pod=pod,
+        causes=_CAUSES_DECODER.decode(causes),
+        data=msgspec.Raw(data.encode()),
+    )
+    return StoredEvent(position=position, version=version, recorded_at=aware(recorded), envelope=env)
+
+
+def aware(at: datetime) -> datetime:
+    """SQLite gives back the UTC times it stored without their zone."""
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+
+
+#: the columns of ``events`` in the order :func:`stored` unpacks them
+_AT: Final = [
+    *("position", "event_id", "run", "stream", "version", "type", "kind", "schema_version", "t"),
+    *("order_key", "node", "pod", "causes", "data", "recorded_at"),
+]
+if [c.name for c in events.columns] != _AT:
+    raise AssertionError(f"stored() unpacks {_AT}, the events table has {[c.name for c in events.columns]}")
+if [c for c in _AT if c != "position"] != list(COLUMNS):
+    raise AssertionError(f"COLUMNS {COLUMNS} are not the events table's {_AT}")
