@@ -331,7 +331,9 @@ class Engine:
         while True:
             appending = self._append
             if appending is not None and (final or appending.done() or self._full()):
-                self.stored += await appending
+                # (shielded: cancelling the run must not cancel the write under way with
+                # it, which cut off mid-transaction holds SQLite's write lock for good)
+                self.stored += await asyncio.shield(appending)
                 self._append = appending = None
             if self._pending and appending is None:
                 batch, self._pending, self._pending_bytes = self._pending, [], 0
