@@ -7,16 +7,9 @@ WAL mode wants its shared-memory file beside it."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import Final
 from urllib.parse import quote
 
-from alembic.config import Config
-from alembic.script import ScriptDirectory
-
 from ledgerlet_store.dsn import sqlite_path
-
-MIGRATIONS: Final = Path(__file__).parent / "migrations"
 
 
 def read_only_url(dsn: str) -> str | None:
@@ -32,12 +25,3 @@ def read_only_url(dsn: str) -> str | None:
         return None
     where = quote(os.path.abspath(path))
     return f"sqlite+aiosqlite:///file:{where}?mode=ro{'&immutable=1' if frozen else ''}&uri=true"
-
-
-def newest_revision() -> str:
-    """The schema revision this code reads (the newest migration)."""
-    cfg = Config()
-    cfg.set_main_option("script_location", str(MIGRATIONS))
-    head = ScriptDirectory.from_config(cfg).get_current_head()
-    assert head is not None
-    return head

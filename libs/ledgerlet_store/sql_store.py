@@ -23,8 +23,6 @@ from pathlib import Path
 from typing import Any, Final
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from ledgerlet_core.contracts.batch import BATCH
@@ -45,7 +43,7 @@ from ledgerlet_store.batches import (
 from ledgerlet_store.contract import StoredEvent, StoreError, WrongExpectedVersion, stream_id
 from ledgerlet_store.dsn import describe
 from ledgerlet_store.rows import encode_causes, stored
-from ledgerlet_store.schema import batch_members, events, observation_members
+from ledgerlet_store.schema import SCHEMA_REVISION, batch_members, events, metadata, observation_members
 from ledgerlet_store.snapshots import StoredSnapshot
 
 MIGRATIONS: Final = Path(__file__).parent / "migrations"
@@ -569,10 +567,39 @@ def _row(e: Envelope, sid: str, version: int) -> dict[str, Any]:
 
 
 def _upgrade(sync_conn: Any) -> None:
+    """Migrate to the newest schema. A store there already is left as it is, and a new
+    SQLite file is made at the newest schema directly (the tables the migrations make,
+    tests/store/test_schema_revision.py): neither loads alembic, a tenth of a second of
+    every ``ledgerlet run``."""
+    inspector = sa.inspect(sync_conn)
+    if inspector.has_table("alembic_version"):
+        found = sync_conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
+        if found == SCHEMA_REVISION:
+            return
+    elif sync_conn.dialect.name == "sqlite" and not inspector.get_table_names():
+        _create_at_newest(sync_conn)
+        return
+    from alembic import command
+    from alembic.config import Config
+
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
     cfg.attributes["connection"] = sync_conn
     command.upgrade(cfg, "head")
+
+
+def _create_at_newest(sync_conn: Any) -> None:
+    """An empty SQLite database made at :data:`SCHEMA_REVISION`, stamped as alembic
+    stamps it (so a later migration takes it from there)."""
+    metadata.create_all(sync_conn)
+    version = sa.Table(  # (alembic's own: runtime/migration.py, MigrationContext._version)
+        "alembic_version",
+        sa.MetaData(),
+        sa.Column("version_num", sa.String(32), nullable=False),
+        sa.PrimaryKeyConstraint("version_num", name="alembic_version_pkc"),
+    )
+    version.create(sync_conn)
+    sync_conn.execute(version.insert().values(version_num=SCHEMA_REVISION))
 
 
 def driver_message(exc: BaseException) -> str:

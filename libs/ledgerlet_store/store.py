@@ -11,8 +11,8 @@ import sqlalchemy as sa
 
 from ledgerlet_store.contract import StoreError
 from ledgerlet_store.dsn import async_url
-from ledgerlet_store.postgres import PostgresEventStore
-from ledgerlet_store.read_only import newest_revision, read_only_url
+from ledgerlet_store.read_only import read_only_url
+from ledgerlet_store.schema import SCHEMA_REVISION
 from ledgerlet_store.sql_store import SqlEventStore
 from ledgerlet_store.sqlite import SqliteEventStore
 
@@ -30,6 +30,8 @@ async def open_store(dsn: str, *, migrate: bool = True, reading: bool = False) -
     if url.startswith("sqlite"):
         store = SqliteEventStore.connect_to(url, dsn)
     else:
+        from ledgerlet_store.postgres import PostgresEventStore  # (asyncpg: for PostgreSQL alone)
+
         store = PostgresEventStore.connect_to(url, dsn)
     try:
         if migrate:
@@ -46,8 +48,8 @@ async def _check_revision(store: SqlEventStore) -> None:
     """A store opened without migrating must already have this code's schema."""
     async with store.engine.connect() as conn:
         found = (await conn.execute(sa.text("SELECT version_num FROM alembic_version"))).scalar()
-    if found != newest_revision():
+    if found != SCHEMA_REVISION:
         raise StoreError(
-            f"{store.describe()} holds schema {found or 'none'}, this ledgerlet reads {newest_revision()}; "
+            f"{store.describe()} holds schema {found or 'none'}, this ledgerlet reads {SCHEMA_REVISION}; "
             "it cannot be written, so it cannot be upgraded (copy it somewhere writable)"
         )

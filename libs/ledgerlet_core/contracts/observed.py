@@ -18,13 +18,14 @@ observing.py), and are never stored unless the run keeps whole observations
 
 from __future__ import annotations
 
-from collections.abc import Container, Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator, Sequence
 from typing import Final
 
 import msgspec
 
-from ledgerlet_core.contracts.envelope import Envelope, event_id
+from ledgerlet_core.contracts.envelope import EVENT_ID_NAMESPACE, Envelope, event_id
 from ledgerlet_core.contracts.internal import NodesObserved
+from ledgerlet_core.model.ids import uuid5_texts
 
 #: the event type
 OBSERVED_BATCH: Final = "NodesObserved"
@@ -147,3 +148,9 @@ def stored_observed(data: bytes) -> bytes | None:
 def member_id(run: str, t: int, order: list[int]) -> str:
     """The id a member has: the one its ``NodeObserved`` would have alone."""
     return event_id(run, t, order, OBSERVED)
+
+
+def member_ids(run: str, t: int, prefix: Sequence[int], places: Iterable[int]) -> list[str]:
+    """:func:`member_id` of each member at ``[*prefix, place]``, the shared part hashed once."""
+    head = f"{run}/{t}/{'.'.join(map(str, prefix))}."
+    return uuid5_texts(EVENT_ID_NAMESPACE, head, (f"{p}/{OBSERVED}" for p in places))

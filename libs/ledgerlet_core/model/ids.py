@@ -4,6 +4,7 @@ of a run gets one, a fleet's millions of them."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from hashlib import sha1
 from typing import Final
 
@@ -14,6 +15,19 @@ def uuid5_text(namespace: uuid.UUID, name: str) -> str:
     variant bits (``10``) set in the 17th hex digit."""
     h = sha1(namespace.bytes + name.encode()).hexdigest()
     return f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:32]}"
+
+
+def uuid5_texts(namespace: uuid.UUID, head: str, tails: Iterable[str]) -> list[str]:
+    """``uuid5_text(namespace, head + tail)`` for each tail, hashing the shared ``head``
+    once (a tick's observations' ids differ in their last place alone)."""
+    shared = sha1(namespace.bytes + head.encode())
+    out = []
+    for tail in tails:
+        hashed = shared.copy()
+        hashed.update(tail.encode())
+        h = hashed.hexdigest()
+        out.append(f"{h[:8]}-{h[8:12]}-5{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:32]}")
+    return out
 
 
 #: a hex digit with its top two bits made ``10`` (the RFC 4122 variant)

@@ -27,7 +27,7 @@ from ledgerlet_core.contracts.observed import (
     MAX_POD_BYTES,
     OBSERVED_BATCH,
     encode_observed,
-    member_id,
+    member_ids,
     observed_count,
 )
 from ledgerlet_core.kubelet.eviction.signal_columns import STAT_FIELDS, SignalColumns, grouped_met
@@ -263,7 +263,7 @@ def _batch(
     data = NodesObserved(
         time=time,
         nodes=list(nodes[start:end]),
-        ids=[member_id(run, t, [*prefix, p]) for p in member_places],
+        ids=member_ids(run, t, prefix, member_places),
         places=member_places,
         **{name: values[start:end] for name, values in columns.items()},
         runtime=runtime,

@@ -15,6 +15,10 @@ if __name__ == "__main__":  # Ctrl-C or SIGTERM while the modules below load (se
 
     signal.signal(signal.SIGINT, _stopped_loading)
     signal.signal(signal.SIGTERM, _stopped_loading)
+    from ledgerlet_services.app.entry import Loading
+
+    _loading = Loading()
+    _loading.__enter__()  # (as `ledgerlet` loads this module: entry.py)
 
 import argparse
 import asyncio
@@ -53,13 +57,13 @@ from ledgerlet_services.app.messages import error, warning
 from ledgerlet_services.app.outputs import Output, OutputFailed, OutputRefused, check_output, store_files, write_output
 from ledgerlet_services.app.report_console import rate, summary_tables, virtual_time_progress
 from ledgerlet_services.runtime.catalog import AUDIT_API, control_loop, parse_members, service_names
-from ledgerlet_services.runtime.distributed import DEFAULT_PARTITIONS, SnapshotEvery, UnknownService, drive, serve
 from ledgerlet_services.runtime.embedded import RunResult, ServiceFailed, new_run_id, record_outcome, run_embedded
 from ledgerlet_services.runtime.health import DEFAULT_MAX_AGE, Heartbeat, health_file, is_healthy
 from ledgerlet_services.runtime.recorder import DEFAULT_STORE_WAIT, StoreUnwritable
 from ledgerlet_services.runtime.run_binding import RunMismatch, check_run_binding
 from ledgerlet_services.runtime.snapshots import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS
 from ledgerlet_services.runtime.telemetry import Telemetry
+from ledgerlet_services.runtime.topics import DEFAULT_PARTITIONS
 from ledgerlet_store.contract import StoreError
 from ledgerlet_store.dsn import DEFAULT_DSN, describe
 from ledgerlet_store.run_ids import BadRunId, check_run_id
@@ -530,6 +534,8 @@ async def _drive(args: argparse.Namespace, console: Console) -> int:
         error(str(exc))
         return EXIT_BAD_INPUT
     telemetry = Telemetry.from_env("driver")
+    from ledgerlet_services.runtime.distributed import drive  # (Kafka's client: for drive and service alone)
+
     try:
         with virtual_time_progress(console, scenario.duration, enabled=not args.quiet and console.is_terminal) as cb:
             result = await drive(
@@ -577,6 +583,7 @@ def _service(args: argparse.Namespace) -> int:
         level=os.environ.get("LEDGERLET_LOG_LEVEL", "INFO").upper(),
         format=f"%(asctime)s {args.name} %(levelname)s %(name)s: %(message)s",
     )
+    from ledgerlet_services.runtime.distributed import SnapshotEvery, UnknownService, serve
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -778,4 +785,5 @@ def _dispatch(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
+    _loading.__exit__()
     sys.exit(main())

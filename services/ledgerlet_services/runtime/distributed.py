@@ -14,8 +14,8 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from ledgerlet_bus.kafka import KafkaBus
 from ledgerlet_bus.retry import with_backoff
 from ledgerlet_core.contracts.internal import RUN_COMPLETED
 from ledgerlet_core.contracts.registry import DECISION
@@ -40,7 +40,7 @@ from ledgerlet_services.runtime.run_binding import check_run_binding
 from ledgerlet_services.runtime.shell import ServiceRunner, not_splittable
 from ledgerlet_services.runtime.snapshots import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS, Snapshots
 from ledgerlet_services.runtime.telemetry import Telemetry
-from ledgerlet_services.runtime.topics import topic_specs
+from ledgerlet_services.runtime.topics import DEFAULT_PARTITIONS, topic_specs
 from ledgerlet_store.contract import StoreUnavailable
 from ledgerlet_store.dsn import is_postgres
 from ledgerlet_store.leases import Lease
@@ -48,9 +48,10 @@ from ledgerlet_store.presence import Presence
 from ledgerlet_store.sql_store import SqlEventStore
 from ledgerlet_store.store import open_store
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:  # (aiokafka is imported by the commands that talk to Kafka alone)
+    from ledgerlet_bus.kafka import KafkaBus
 
-DEFAULT_PARTITIONS = 6
+log = logging.getLogger(__name__)
 
 
 #: seconds a member handed over may take to reach a point where its state can be
@@ -72,6 +73,8 @@ class SnapshotEvery:
 
 
 async def open_bus(url: str, *, client_id: str, partitions: int) -> KafkaBus:
+    from ledgerlet_bus.kafka import KafkaBus
+
     bus = KafkaBus.from_url(url, client_id=client_id)
     await bus.start()
     await bus.create_topics(topic_specs(partitions))

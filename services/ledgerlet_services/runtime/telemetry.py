@@ -16,18 +16,11 @@ import contextlib
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.metrics import CallbackOptions, Meter, Observation
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, MetricReader, PeriodicExportingMetricReader
-from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
-from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
 from opentelemetry.trace import SpanKind
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
@@ -35,6 +28,13 @@ from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.observed import OBSERVED_BATCH, observed_index
 from ledgerlet_services.runtime.outgoing import Outgoing
 from ledgerlet_services.runtime.process_metrics import observe_process
+
+if TYPE_CHECKING:  # (the SDK is imported only when an exporter is on: 70 ms of every start)
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import MetricReader
+    from opentelemetry.sdk.metrics.view import View
+    from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+    from opentelemetry.sdk.trace.export import SpanExporter
 
 Headers = tuple[tuple[str, bytes], ...]
 
@@ -48,12 +48,18 @@ METRICS_EXPORTERS = (*EXPORTERS, "prometheus")
 #: broker (the SDK's default buckets, 0, 5, 10 ... 10000, are milliseconds' and put every
 #: latency in seconds in the first)
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
-VIEWS = (
-    View(
-        instrument_name="ledgerlet.decision.latency",
-        aggregation=ExplicitBucketHistogramAggregation(boundaries=LATENCY_BUCKETS),
-    ),
-)
+
+
+def views() -> tuple[View, ...]:
+    """The metric views: decision latency in :data:`LATENCY_BUCKETS`."""
+    from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
+
+    return (
+        View(
+            instrument_name="ledgerlet.decision.latency",
+            aggregation=ExplicitBucketHistogramAggregation(boundaries=LATENCY_BUCKETS),
+        ),
+    )
 
 
 def _carrier(headers: Sequence[tuple[str, bytes]]) -> dict[str, str]:
@@ -91,21 +97,29 @@ class Telemetry:
             if value not in known:
                 raise ValueError(f"{var}={value!r}: expected one of {', '.join(known)}")
         ratio = float(env.get("OTEL_TRACES_SAMPLER_ARG", "1"))
+        if traces == "none" and metrics == "none":
+            return cls.disabled()
         span_processor: SpanProcessor | None = None
-        if traces == "console":
-            span_processor = BatchSpanProcessor(ConsoleSpanExporter())
-        elif traces == "otlp":
-            from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        if traces != "none":
+            from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
 
-            span_processor = BatchSpanProcessor(OTLPSpanExporter())
+            if traces == "console":
+                span_processor = BatchSpanProcessor(ConsoleSpanExporter())
+            else:
+                from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+                span_processor = BatchSpanProcessor(OTLPSpanExporter())
         reader: MetricReader | None = None
         interval = int(env.get("OTEL_METRIC_EXPORT_INTERVAL", "10000"))
-        if metrics == "console":
-            reader = PeriodicExportingMetricReader(ConsoleMetricExporter(), export_interval_millis=interval)
-        elif metrics == "otlp":
-            from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+        if metrics in ("console", "otlp"):
+            from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, PeriodicExportingMetricReader
 
-            reader = PeriodicExportingMetricReader(OTLPMetricExporter(), export_interval_millis=interval)
+            if metrics == "console":
+                reader = PeriodicExportingMetricReader(ConsoleMetricExporter(), export_interval_millis=interval)
+            else:
+                from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+
+                reader = PeriodicExportingMetricReader(OTLPMetricExporter(), export_interval_millis=interval)
         scrape = None
         if metrics == "prometheus":
             from opentelemetry.exporter.prometheus import PrometheusMetricReader
@@ -144,6 +158,10 @@ class Telemetry:
         """``process_metrics``: the process's RSS, CPU time and open descriptors as OTel
         instruments (runtime/process_metrics.py); off for the Prometheus exporter, whose
         registry has prometheus_client's own ``process_*`` already."""
+        if span_processor is None and span_exporter is None and metric_reader is None:
+            return cls.disabled()
+        from opentelemetry.sdk.resources import Resource
+
         resource = Resource.create({"service.name": f"ledgerlet-{service}", "service.namespace": "ledgerlet"})
         tracer_provider = None
         if span_exporter is not None:
@@ -151,11 +169,16 @@ class Telemetry:
 
             span_processor = SimpleSpanProcessor(span_exporter)
         if span_processor is not None:
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.sampling import ParentBased, TraceIdRatioBased
+
             tracer_provider = TracerProvider(resource=resource, sampler=ParentBased(TraceIdRatioBased(ratio)))
             tracer_provider.add_span_processor(span_processor)
         meter_provider = None
         if metric_reader is not None:
-            meter_provider = MeterProvider(resource=resource, metric_readers=[metric_reader], views=VIEWS)
+            from opentelemetry.sdk.metrics import MeterProvider
+
+            meter_provider = MeterProvider(resource=resource, metric_readers=[metric_reader], views=views())
         t = cls(tracer_provider, meter_provider)
         if meter_provider is not None:
             meter = meter_provider.get_meter("ledgerlet")

@@ -7,14 +7,26 @@ from typing import Final
 from ledgerlet_bus.api import TopicSpec
 from ledgerlet_core.contracts.topics import ALL_TOPICS, CLOCK, DECISIONS, INPUTS, OBSERVATIONS, TIMERS
 
-__all__ = ["ALL_TOPICS", "CLOCK", "DECISIONS", "INPUTS", "KEEP", "OBSERVATIONS", "TIMERS", "topic_specs"]
+__all__ = [
+    "ALL_TOPICS",
+    "CLOCK",
+    "DECISIONS",
+    "DEFAULT_PARTITIONS",
+    "INPUTS",
+    "KEEP",
+    "OBSERVATIONS",
+    "TIMERS",
+    "topic_specs",
+]
 
 #: Loops rebuild their state from what they have committed, so a run's records must
 #: stay on the topics for as long as the run lasts: nothing is deleted by age.
 KEEP: Final = (("retention.ms", "-1"),)
+#: partitions of the keyed topics when they are created
+DEFAULT_PARTITIONS: Final = 6
 
 
-def topic_specs(partitions: int = 6) -> list[TopicSpec]:
+def topic_specs(partitions: int = DEFAULT_PARTITIONS) -> list[TopicSpec]:
     return [
         TopicSpec(INPUTS, 1, KEEP),
         TopicSpec(CLOCK, 1, KEEP),
