@@ -66,7 +66,7 @@ imports: $(STAMP)
 contracts: $(STAMP)
 	$(BIN)/ledgerlet contracts --check
 
-## bench: store appends/s, one eviction decision, the embedded run's rate, keeping up with 5,000 nodes, end to end on Kafka + PostgreSQL, the per-node services split 1/2/4 ways, members moving between a pool's processes, restarts with and without snapshots, post-mortems on 10M events, scheduling and shutdown, the fleet
+## bench: store appends/s, one eviction decision, the embedded run's rate, keeping up with 5,000 nodes, end to end on Kafka + PostgreSQL, the per-node services split 1/2/4 ways, members moving between a pool's processes, restarts with and without snapshots, post-mortems on 10M events, scheduling and shutdown, the fleet, the fleet table (every row of the array-speed targets, both usage shapes)
 bench: $(STAMP)
 	mkdir -p $(OUT)
 	$(BIN)/python bench/bench_store.py --out $(OUT)
@@ -81,6 +81,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_postmortem.py --out $(OUT)
 	$(BIN)/python bench/bench_scheduling.py --out $(OUT)
 	$(BIN)/python bench/bench_fleet.py --out $(OUT)
+	$(BIN)/python bench/bench_fleet_table.py --out $(OUT)
 
 ## up: the local stack (needs Docker with Compose v2 and internet access for the public images)
 up:

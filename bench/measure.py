@@ -34,11 +34,11 @@ def run_ledgerlet(scenario: Path, out: Path, name: str) -> tuple[float, int, dic
     return wall, usage.ru_maxrss, counts
 
 
-def fleet_file(out: Path, nodes: int, pods: int, duration: str, fmt: str) -> Path:
+def fleet_file(out: Path, nodes: int, pods: int, duration: str, fmt: str, shape: str = "steady") -> Path:
     """``bench/fleet.py``'s scenario, written by a process of its own: a child's peak RSS
     counts what its parent held when it was forked, so the bench itself must stay small
     (building a 5,000-node fleet in it took 9.7 GiB, and every figure said so)."""
     cmd = [sys.executable, str(ROOT / "bench" / "fleet.py"), "--nodes", str(nodes), "--pods", str(pods)]
-    cmd += ["--duration", duration, "--format", fmt, "--out", str(out.resolve())]
+    cmd += ["--duration", duration, "--format", fmt, "--shape", shape, "--out", str(out.resolve())]
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
     return Path(done.stdout.strip().splitlines()[-1])
