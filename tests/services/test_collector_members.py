@@ -134,11 +134,12 @@ def test_a_drive_left_waiting_asks_after_the_members_when_there_are_some(
 ) -> None:
     from ledgerlet_bus.api import BusTimeout
     from ledgerlet_services.app import cli
+    from ledgerlet_services.runtime import distributed
 
     async def stalled(*args: object, **kwargs: object) -> None:
         raise BusTimeout("bus not idle: nothing moved for 1s: stats-collector.member-2-of-2 has 3 records to handle")
 
-    monkeypatch.setattr(cli, "drive", stalled)
+    monkeypatch.setattr(distributed, "drive", stalled)  # (the command line imports it when it drives)
     argv = ["drive", str(ROOT / "examples" / "memory-pressure.yaml"), "--decisions", str(tmp_path / "d.jsonl")]
     argv += ["--bus", "kafka://127.0.0.1:1", "--store", "postgresql://nobody@127.0.0.1:1/none", "--quiet"]
     assert cli.main([*argv, "--members", members]) == 1
