@@ -259,6 +259,11 @@ def _why(kind: str, d: dict[str, Any]) -> str:
     return str(d.get("reason", ""))
 
 
+def _count(n: int, noun: str) -> str:
+    """``1 eviction``, ``2 evictions``: the summary line reads as a sentence."""
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
+
+
 @dataclass(frozen=True, slots=True)
 class ReportSummary:
     """What ``ledgerlet report`` says it wrote (``-o json|yaml`` gives it as data)."""
@@ -272,8 +277,9 @@ class ReportSummary:
 
     def text(self) -> str:
         return (
-            f"{self.out}: run {self.run}, {self.decisions} decisions, {self.evictions} evictions, "
-            f"{self.plots} plots over {self.nodes} nodes"
+            f"{self.out}: run {self.run}, {_count(self.decisions, 'decision')}, "
+            f"{_count(self.evictions, 'eviction')}, {_count(self.plots, 'plot')} over "
+            f"{_count(self.nodes, 'node')}"
         )
 
     def to_dict(self) -> dict[str, Any]:
