@@ -503,6 +503,11 @@ class SqlEventStore(abc.ABC):
                     types[OBSERVED] = types.get(OBSERVED, 0) + n
         return out
 
+    async def known(self, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` are stored (a driver's check that the recorder kept all it sent)."""
+        async with self.connect() as conn:
+            return set(await self._existing(conn, ids))
+
     async def count(self, run: str | None = None) -> int:
         """Rows stored (of one run): a batch is one."""
         q = sa.select(sa.func.count()).select_from(events)

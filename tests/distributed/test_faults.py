@@ -185,3 +185,40 @@ def test_drive_killed_mid_scenario_and_driven_again_completes_the_run(stack: Loc
     said = " ".join((stack.workdir / f"drive-{run}.log").read_text().split())
     assert f"was started from {SCENARIO}" in said and f"not {SHORT_SCENARIO}" in said, said
     assert asyncio.run(count_events(stack.store_dsn, run)) == stored and not (tmp_path / "other.jsonl").exists()
+
+
+def test_a_run_whose_inputs_were_not_stored_fails_instead_of_completing_empty(
+    stack: LocalStack, tmp_path: Path
+) -> None:
+    """The services record into the stack's store, the driver is pointed at another one: every
+    group reads everything, so the clock runs to the end, but the driver's store holds none
+    of what it published. drive must not call that run completed (exit 0, no decisions)."""
+    import subprocess
+
+    from ledgerlet_core.contracts.registry import decode_data
+    from tests.support.stack import CLI
+
+    run = f"short-{uuid.uuid4().hex[:8]}"
+    elsewhere = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+    done = subprocess.run(
+        [*CLI, "drive", str(SHORT_SCENARIO), "--decisions", str(tmp_path / "d.jsonl"), "--run-id", run, "--quiet"],
+        env={**stack.env, "LEDGERLET_STORE": elsewhere},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "were not stored" in done.stderr and "is the recorder running" in done.stderr
+    assert not (tmp_path / "d.jsonl").exists()
+
+    async def ended() -> list[tuple[str, str]]:
+        store = await open_store(elsewhere)
+        try:
+            events = await store.read_run(run)
+        finally:
+            await store.close()
+        return [(e.envelope.type, decode_data(e.envelope).outcome) for e in events]
+
+    assert asyncio.run(ended()) == [("RunEnded", "failed")]  # the failure, with its reason, kept
+    # the stack's own store has the run, read and decided by every service
+    assert asyncio.run(count_events(stack.store_dsn, run)) > 0

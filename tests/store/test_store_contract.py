@@ -51,6 +51,15 @@ async def test_append_is_idempotent_by_event_id(store: SqlEventStore) -> None:
     assert await store.count() == 3
 
 
+async def test_known_names_the_stored_ids_among_those_asked(store: SqlEventStore) -> None:
+    events = [ev(i) for i in range(3)]
+    await store.append_batch(events[:2])
+    unknown = [f"00000000-0000-0000-0000-{n:012d}" for n in range(2_500)]  # (ids asked in chunks)
+    asked = [*unknown[:1_200], events[2].id, events[1].id, *unknown[1_200:], events[0].id, events[1].id]
+    assert await store.known(asked) == {events[0].id, events[1].id}
+    assert await store.known([]) == set()
+
+
 async def test_batch_across_streams_dedupes_within_and_against_the_store(store: SqlEventStore) -> None:
     a = [ev(i, stream="node/n1") for i in range(3)]
     b = [ev(i, stream="node/n2", node="n2", order=[2, i]) for i in range(2)]

@@ -61,6 +61,7 @@ from ledgerlet_services.runtime.embedded import RunResult, ServiceFailed, new_ru
 from ledgerlet_services.runtime.health import DEFAULT_MAX_AGE, Heartbeat, health_file, is_healthy
 from ledgerlet_services.runtime.recorder import DEFAULT_STORE_WAIT, StoreUnwritable
 from ledgerlet_services.runtime.run_binding import RunMismatch, check_run_binding
+from ledgerlet_services.runtime.run_completeness import RunShortfall
 from ledgerlet_services.runtime.snapshots import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS
 from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_services.runtime.topics import DEFAULT_PARTITIONS
@@ -556,6 +557,9 @@ async def _drive(args: argparse.Namespace, console: Console) -> int:
     except RunMismatch as exc:
         error(str(exc))
         return EXIT_BAD_INPUT
+    except RunShortfall as exc:
+        error(f"{exc} (stored as failed)")
+        return EXIT_FAILED
     finally:
         telemetry.shutdown()
     return _report(args, console, scenario, result, describe(args.store), decisions)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ledgerlet_bus.retry import with_backoff
-from ledgerlet_core.contracts.internal import RUN_COMPLETED
+from ledgerlet_core.contracts.internal import RUN_COMPLETED, RUN_FAILED
 from ledgerlet_core.contracts.registry import DECISION
 from ledgerlet_core.loop.membership import Membership, group_of
 from ledgerlet_core.scenario.feed import scenario_feed
@@ -37,6 +37,7 @@ from ledgerlet_services.runtime.pool import Pool
 from ledgerlet_services.runtime.recorder import NAME as RECORDER
 from ledgerlet_services.runtime.recorder import RecorderRunner
 from ledgerlet_services.runtime.run_binding import check_run_binding
+from ledgerlet_services.runtime.run_completeness import RunShortfall, shortfall_reason, unstored
 from ledgerlet_services.runtime.shell import ServiceRunner, not_splittable
 from ledgerlet_services.runtime.snapshots import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS, Snapshots
 from ledgerlet_services.runtime.telemetry import Telemetry
@@ -273,7 +274,8 @@ async def drive(
     """Feed a scenario to the running stack and keep its clock; return its decisions
     once the recorder has stored everything (``members``: the services split between
     members, and how many: the clock waits for every member's group; a split eviction
-    manager orders the run by node)."""
+    manager orders the run by node). A run whose store lacks anything the driver
+    published is stored as failed and raises :class:`RunShortfall`."""
     run_id = run or new_run_id()
     began = time.perf_counter()
     scenario = dataclasses.replace(scenario, order_scheme=order_scheme_for(members, scenario.order_scheme))
@@ -305,6 +307,12 @@ async def drive(
         await bus.close()
     store = await wait_for_store(store_dsn)
     try:
+        published = driver.stats.published
+        missing = await unstored(store, published)
+        if missing:
+            reason = shortfall_reason(run_id, missing, len(set(published)))
+            await record_outcome(store, run_id, scenario.duration, RUN_FAILED, reason)
+            raise RunShortfall(reason)
         await record_outcome(store, run_id, scenario.duration, RUN_COMPLETED)
         decisions = await store.read_run(run_id, kind=DECISION)
         stored = await store.count(run_id)

@@ -14,7 +14,7 @@ import logging
 import uuid
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ledgerlet_bus.api import Bus, Consumer, Producer
 from ledgerlet_core.contracts import inputs as ev
@@ -38,6 +38,9 @@ class DriverStats:
     ticks: int = 0
     inputs: int = 0
     virtual_time: int = 0
+    #: the ids of every input, tick and end this driver published: what the store must
+    #: hold once the run is over (runtime/run_completeness.py)
+    published: list[str] = field(default_factory=list)
 
 
 class Driver:
@@ -122,6 +125,7 @@ class Driver:
             await producer.send(
                 INPUTS, encode_envelope(end), key=b"cluster", headers=self.telemetry.publishing("driver", end)
             )
+            self.stats.published.append(end.id)
             await producer.flush()
             await self._settle(timers)
             self.stats.virtual_time = self.duration
@@ -145,6 +149,7 @@ class Driver:
             await producer.send(
                 INPUTS, value, key=(env.node or "cluster").encode(), headers=self.telemetry.publishing("driver", env)
             )
+            self.stats.published.append(env.id)
             backlog += len(value)
             published += 1
         if published:
@@ -199,6 +204,7 @@ class Driver:
             await producer.send(
                 CLOCK, encode_envelope(tick), key=b"clock", headers=self.telemetry.publishing("clock", tick)
             )
+            self.stats.published.append(tick.id)
             await producer.flush()
             self.stats.ticks += 1
             rnd += 1
