@@ -22,7 +22,7 @@ import logging
 import urllib.parse
 import weakref
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # type: ignore[import-untyped]
@@ -52,6 +52,11 @@ _OFFSET_OUT_OF_RANGE = 1
 _AWAY = (KafkaError, OSError, asyncio.TimeoutError)
 #: how long :meth:`KafkaBus.lag` asks again while the broker is away before it gives up (s)
 LAG_PATIENCE = 120.0
+#: seconds a producer or consumer is given to stop: with the broker away, aiokafka's group
+#: coordinator looks for the coordinator (to leave the group) for ever, and a service
+#: stopping on SIGTERM outlived compose's 10 s grace. Leaving without a goodbye is safe:
+#: the group's session expires, and nothing uncommitted was acknowledged.
+CLOSE_PATIENCE = 2.0
 _TOPIC_EXISTS = 36
 
 
@@ -455,8 +460,8 @@ class KafkaProducer:
             try:
                 await self.flush()
             finally:
-                await self._producer.stop()
-                self._producer = None
+                producer, self._producer = self._producer, None
+                await _stopped_within(producer.stop(), "producer")
 
 
 class KafkaConsumer:
@@ -532,4 +537,24 @@ class KafkaConsumer:
     async def close(self) -> None:
         if self._consumer is not None:
             consumer, self._consumer = self._consumer, None
-            await consumer.stop()
+            await _stopped_within(consumer.stop(), f"consumer of {self.group}")
+
+
+async def _stopped_within(stopping: Coroutine[Any, Any, None], what: str) -> None:
+    """Stop an aiokafka client, waiting at most :data:`CLOSE_PATIENCE` seconds.
+
+    aiokafka's consumer fetcher cancels its fetch task (one sleeping out a retry while the
+    broker is away) and awaits it, letting that task's CancelledError out: the client is
+    stopped all the same (a service stopping on SIGTERM ended in a traceback, exit 1). A
+    stop that takes longer is left to itself (cancelled, not waited for)."""
+    task = asyncio.ensure_future(stopping)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=CLOSE_PATIENCE)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if not done:
+        task.cancel()
+        log.warning("%s not stopped after %gs (broker away?): left without leaving its group", what, CLOSE_PATIENCE)
+    elif not task.cancelled():
+        task.result()

@@ -476,13 +476,14 @@ async def test_a_checkpoint_whose_fork_fails_leaks_nothing_and_waits_for_the_nex
 
     bus = MemoryBus(retain=True)
     runner = ServiceRunner(bus, kind, snapshots=snaps)
+    turns = Turns()
+    runner.heartbeat = turns.beat
     task = asyncio.create_task(runner.run())
     try:
         await _feed_until_idle(bus, kind, first)
+        await turns.more(1)  # (the last batch committed, its checkpoint tried: back at the loop's top)
         tried = len(forks)
         assert tried > 1  # each committed batch was due (one record is an interval here)
-        turns = Turns()
-        runner.heartbeat = turns.beat
         await turns.more(5)  # idle: five polls
         assert len(forks) == tried
     finally:

@@ -68,12 +68,37 @@ async def publish(
     return False
 
 
-async def commit(consumer: Consumer, offsets: dict[TopicPartition, int], who: str) -> bool:
+#: seconds a commit may still take once the runner is told to stop (the broker may be
+#: away, and the commit would retry for ever: compose gives a service 10 s on SIGTERM)
+COMMIT_PATIENCE_ONCE_STOPPED = 2.0
+
+
+async def commit(
+    consumer: Consumer, offsets: dict[TopicPartition, int], who: str, *, stop: asyncio.Event | None = None
+) -> bool | None:
     """Commit ``offsets``; False if the group refused (the records come again; their ids
-    are known by then)."""
+    are known by then); None if ``stop`` was set and the commit had not succeeded
+    :data:`COMMIT_PATIENCE_ONCE_STOPPED` seconds later (left uncommitted: the records come
+    again to whoever reads them next, and their ids are known by then)."""
+    committing = asyncio.ensure_future(consumer.commit(offsets))
+    patience = asyncio.ensure_future(_stopped_for(stop, COMMIT_PATIENCE_ONCE_STOPPED)) if stop is not None else None
     try:
-        await consumer.commit(offsets)
+        await asyncio.wait([committing, *([patience] if patience else [])], return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if patience is not None:
+            patience.cancel()
+    if not committing.done():
+        committing.cancel()
+        log.warning("%s: stopping before the broker took the commit: the batch comes again", who)
+        return None
+    try:
+        committing.result()
     except CommitRejected as exc:
         log.warning("%s: commit rejected (%s)", who, exc)
         return False
     return True
+
+
+async def _stopped_for(stop: asyncio.Event, seconds: float) -> None:
+    await stop.wait()
+    await asyncio.sleep(seconds)

@@ -15,13 +15,13 @@ from typing import Final, Protocol
 
 import msgspec
 
-from ledgerlet_bus.api import Bus, CommitRejected
+from ledgerlet_bus.api import Bus
 from ledgerlet_bus.retry import Stopped, with_backoff
 from ledgerlet_core.contracts.envelope import Envelope, decode_envelope
 from ledgerlet_core.contracts.internal import compact_observation_json
 from ledgerlet_core.contracts.observed import OBSERVED_BATCH, stored_observed
 from ledgerlet_services.runtime.causal_buffer import next_offsets
-from ledgerlet_services.runtime.publishing import poll
+from ledgerlet_services.runtime.publishing import commit, poll
 from ledgerlet_services.runtime.shell import SharedEnvelopes
 from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_services.runtime.topics import ALL_TOPICS
@@ -109,10 +109,8 @@ class RecorderRunner:
                     return  # stopping before the store took the batch: it is not committed
                 self.appended += stored
                 self.telemetry.stored(self.name, decoded)
-                try:
-                    await consumer.commit(next_offsets(records))
-                except CommitRejected as exc:
-                    log.warning("%s: commit rejected (%s)", self.name, exc)
+                if await commit(consumer, next_offsets(records), self.name, stop=self._stop) is None:
+                    return  # stopping while the broker is away: the batch comes again (stored once)
         finally:
             await consumer.close()
 

@@ -197,7 +197,9 @@ class ServiceRunner:
                 self.telemetry.batch_done(self.group, outgoing, took)  # (a member by its own group)
                 self.stats.events_out += sum(o.events for o in outgoing)
                 offsets = self.commit_offsets(records)
-                committed = await commit(consumer, offsets, self.name)
+                committed = await commit(consumer, offsets, self.name, stop=self._stop)
+                if committed is None:
+                    return  # stopping while the broker is away: the batch comes again
                 clean = offsets if committed else None
                 if self.snapshots is not None:
                     due = self.snapshots.count(len(records), took) or self._checkpoint_due is not None
