@@ -35,6 +35,8 @@ class SchedulerCache:
         self.pod_node: dict[str, str] = {}
         #: pods nominated to run on a node, by node
         self.nominated: dict[str, dict[str, PodInfo]] = {}
+        #: :meth:`nominated_view`, kept until a nomination changes (read at every attempt)
+        self._nominated_view: dict[str, list[PodInfo]] | None = None
         self.pdbs: dict[str, PodDisruptionBudget] = {}
         self._objects: dict[str, Node] = {}
         self._machines: dict[str, Mapping[str, int]] = {}
@@ -231,15 +233,21 @@ class SchedulerCache:
 
     # -- nominations -------------------------------------------------------------------
     def nominated_view(self) -> dict[str, list[PodInfo]]:
-        return {n: list(pods.values()) for n, pods in self.nominated.items() if pods}
+        """The pods nominated to each node (callers only read it: it is shared until the
+        nominations change)."""
+        if self._nominated_view is None:
+            self._nominated_view = {n: list(pods.values()) for n, pods in self.nominated.items() if pods}
+        return self._nominated_view
 
     def unnominate(self, info: PodInfo) -> None:
         if info.nominated:
             self.nominated.get(info.nominated, {}).pop(info.key, None)
+            self._nominated_view = None
 
     def nominate(self, info: PodInfo, node: str) -> list[str]:
         """Nominate ``info`` to ``node``, clearing the nominations of lower-priority pods
         there (``prepareCandidate``); the pods whose nomination was cleared."""
+        self._nominated_view = None
         if info.nominated and info.nominated != node:
             self.nominated.get(info.nominated, {}).pop(info.key, None)
         info.nominated = node

@@ -288,12 +288,13 @@ def vector_score(
             bucket = np.where(d.ids >= 0, d.ids, empty)
             in_map = np.bincount(bucket[kept], minlength=d.n + 1) > 0
             weight = math.log(int(in_map.sum()) + 2)
-            eligible = has_all.copy() if require_all else np.ones(len(table.names), np.bool_)
+            eligible: Bools | None = has_all if require_all else None
             if c.node_affinity_policy == HONOR:
-                eligible &= affinity_ok
+                eligible = affinity_ok if eligible is None else eligible & affinity_ok
             if c.node_taints_policy == HONOR:
-                eligible &= taints_ok
-            per_bucket = np.bincount(bucket[eligible], weights=live[eligible], minlength=d.n + 1).astype(np.int64)
+                eligible = taints_ok if eligible is None else eligible & taints_ok
+            counted = live if eligible is None or eligible.all() else np.where(eligible, live, 0)
+            per_bucket = np.bincount(bucket, weights=counted, minlength=d.n + 1).astype(np.int64)
             cnt = per_bucket[bucket[rows]]
         total += np.where(node_has, cnt.astype(np.float64) * weight + float(c.max_skew - 1), 0.0)
     floor = np.floor(total)

@@ -229,7 +229,18 @@ class DryRuns:
     One result is kept per node (the last preemptor's)."""
 
     def __init__(self) -> None:
-        self._kept: dict[str, tuple[int, tuple[object, ...], DryRun]] = {}
+        #: per node: its version, whether a pod there has no start time (at that version),
+        #: the key the result was computed for, and the result
+        self._kept: dict[str, tuple[int, bool, tuple[object, ...], DryRun]] = {}
+        self._context: tuple[object, ...] = ()
+
+    def context(self, pod: PodInfo, pdbs: Sequence[PDB]) -> tuple[object, ...]:
+        """:func:`attempt_context`, the same object while it stays equal (the preemptors of
+        one workload share it: comparing it to a kept key is then an identity check)."""
+        context = attempt_context(pod, pdbs)
+        if context != self._context:
+            self._context = context
+        return self._context
 
     def victims(
         self,
@@ -241,22 +252,26 @@ class DryRuns:
         context: tuple[object, ...],
         state: CycleState | None = None,
     ) -> DryRun:
-        """``context``: :func:`attempt_context` (computed once per attempt). A pod whose
+        """``context``: :meth:`context` (computed once per attempt). A pod whose
         filters read other nodes' pods (spread, inter-pod affinity) is not kept: its
         result depends on more than this node."""
         if state is not None and state.pod_dependent:
             return select_victims_on_node(pod, node, pdbs, nominated, now, state=state)
+        kept = self._kept.get(node.name)
+        same_node = kept is not None and kept[0] == node.version
+        # (a pod's start time changes only with the node's version: ``SchedulerCache.started``)
+        unstarted = kept[1] if kept is not None and same_node else any(p.start is None for p in node.pods.values())
         key = (
             context,
-            tuple((p.key, p.priority, tuple(p.requests.items())) for p in nominated) if nominated else (),
+            # (requests dicts are never changed in place: equal when the same object)
+            tuple([(p.key, p.priority, p.requests) for p in nominated]) if nominated else (),
             pod.key if nominated and any(p.key == pod.key for p in nominated) else "",
-            now if any(p.start is None for p in node.pods.values()) else None,
+            now if unstarted else None,
         )
-        kept = self._kept.get(node.name)
-        if kept is not None and kept[0] == node.version and kept[1] == key:
-            return kept[2]
+        if kept is not None and same_node and kept[2] == key:
+            return kept[3]
         result = select_victims_on_node(pod, node, pdbs, nominated, now)
-        self._kept[node.name] = (node.version, key, result)
+        self._kept[node.name] = (node.version, unstarted, key, result)
         return result
 
 
@@ -301,8 +316,9 @@ def _pick(candidates: list[Candidate], now: int) -> tuple[Candidate, str, list[s
     if len(left) == 1:
         return left[0], "only candidate", [left[0].node]
     for name, score in steps:
-        best = max(score(c) for c in left)
-        kept = [c for c in left if score(c) == best]
+        scores = [score(c) for c in left]
+        best = max(scores)
+        kept = [c for c, s in zip(left, scores, strict=True) if s == best]
         if len(kept) == 1:
             return kept[0], name, [c.node for c in left]
         left = kept
@@ -329,7 +345,7 @@ def preempt(
     why_not = eligible(pod, by_name, statuses)
     if why_not is not None:
         return Preemption(nominate=None, message=f"preemption: {why_not}")
-    potential = [n for n in nodes if statuses.get(n.name, NodeStatus(UNRESOLVABLE)).code == UNSCHEDULABLE]
+    potential = [n for n in nodes if (s := statuses.get(n.name)) is not None and s.code == UNSCHEDULABLE]
     total = len(nodes)
     if not potential:
         return Preemption(
@@ -342,7 +358,7 @@ def preempt(
     bad_list: list[Candidate] = []
     dry: dict[str, NodeStatus] = {}
     examined = 0
-    context = attempt_context(pod, pdbs) if dry_runs is not None else ()
+    context = dry_runs.context(pod, pdbs) if dry_runs is not None else ()
     for i in range(len(potential)):
         node = potential[(offset + i) % len(potential)]
         examined += 1

@@ -48,7 +48,6 @@ from ledgerlet_core.scheduling.filters import (
     UNSCHEDULABLE,
     UNSCHEDULABLE_TAINT,
     NodeStatus,
-    counted_nominated,
     run_filters,
     untolerated_taint,
 )
@@ -470,32 +469,44 @@ def _nominated_load(
     Rows whose nominated pods matter beyond their requests (host ports, a filter that reads
     other pods) or whose requests the table cannot hold exactly are returned, to filter
     node by node."""
-    counts: Int64s | int = 0
-    requests: dict[str, Int64s] = {}
     by_hand: list[int] = []
     pod_dependent = (state is not None and state.pod_dependent) or bool(pod.sched.host_ports)
+    rows: list[int] = []
+    counted: list[int] = []
+    amounts: dict[str, tuple[list[int], list[int]]] = {}
+    key, priority, index = pod.key, pod.priority, table.index
     for name, nominated in nominated_by_node.items():
-        i = table.index.get(name)
+        i = index.get(name)
         if i is None:
             continue
-        here = counted_nominated(pod, nodes[i], nominated)
+        bound = nodes[i].pods
+        # ``counted_nominated``, inline: this runs for every nominated node at every attempt
+        here = [p for p in nominated if p.priority >= priority and p.key != key and p.key not in bound]
         if not here:
             continue
         if pod_dependent or any(p.sched.host_ports for p in here):
             by_hand.append(i)
             continue
-        if isinstance(counts, int):
-            counts = np.zeros(len(table.names), np.int64)
-        counts[i] += len(here)
+        rows.append(i)
+        counted.append(len(here))
         for p in here:
             for r, nanos in p.requests.items():
                 unit = _unit(r, nanos)
                 if unit is None:
                     by_hand.append(i)
                     continue
-                if r not in requests:
-                    requests[r] = np.zeros(len(table.names), np.int64)
-                requests[r][i] += unit
+                at, values = amounts.setdefault(r, ([], []))
+                at.append(i)
+                values.append(unit)
+    if not rows:
+        return 0, {}, sorted(set(by_hand))
+    n = len(table.names)
+    counts = np.zeros(n, np.int64)
+    np.add.at(counts, np.array(rows, np.int64), np.array(counted, np.int64))
+    requests: dict[str, Int64s] = {}
+    for r, (at, values) in amounts.items():
+        column = requests[r] = np.zeros(n, np.int64)
+        np.add.at(column, np.array(at, np.int64), np.array(values, np.int64))
     return counts, requests, sorted(set(by_hand))
 
 
