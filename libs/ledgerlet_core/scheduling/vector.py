@@ -115,6 +115,8 @@ class NodeTable:
     _holders: dict[str, int] | None = None
     _names_array: npt.NDArray[np.str_] | None = None
     _labelled: Bools | None = None
+    #: per node, the load of its nominated pods as :func:`_nominated_load` last found it
+    nominated_memo: dict[str, _NominatedMemo] = field(default_factory=dict)
 
     @classmethod
     def build(cls, nodes: Sequence[NodeInfo]) -> NodeTable:
@@ -474,30 +476,38 @@ def _nominated_load(
     rows: list[int] = []
     counted: list[int] = []
     amounts: dict[str, tuple[list[int], list[int]]] = {}
-    key, priority, index = pod.key, pod.priority, table.index
+    key, priority, index, memo = pod.key, pod.priority, table.index, table.nominated_memo
     for name, nominated in nominated_by_node.items():
         i = index.get(name)
         if i is None:
             continue
-        bound = nodes[i].pods
-        # ``counted_nominated``, inline: this runs for every nominated node at every attempt
-        here = [p for p in nominated if p.priority >= priority and p.key != key and p.key not in bound]
-        if not here:
+        node = nodes[i]
+        kept = memo.get(name)
+        if (
+            kept is not None
+            and kept.nominated is nominated
+            and kept.version == node.version
+            and kept.priority == priority
+            and key not in kept.keys
+        ):
+            load = kept.load
+        else:
+            load = _load_of(nominated, node, priority, key)
+            if not any(p.key == key for p in nominated):  # (the pod itself there: not kept)
+                memo[name] = _NominatedMemo(nominated, node.version, priority, {p.key for p in nominated}, load)
+        if not load.count:
             continue
-        if pod_dependent or any(p.sched.host_ports for p in here):
+        if pod_dependent or load.ports:
             by_hand.append(i)
             continue
         rows.append(i)
-        counted.append(len(here))
-        for p in here:
-            for r, nanos in p.requests.items():
-                unit = _unit(r, nanos)
-                if unit is None:
-                    by_hand.append(i)
-                    continue
-                at, values = amounts.setdefault(r, ([], []))
-                at.append(i)
-                values.append(unit)
+        counted.append(load.count)
+        for r, unit in load.units:
+            at, values = amounts.setdefault(r, ([], []))
+            at.append(i)
+            values.append(unit)
+        if not load.exact:
+            by_hand.append(i)
     if not rows:
         return 0, {}, sorted(set(by_hand))
     n = len(table.names)
@@ -508,6 +518,45 @@ def _nominated_load(
         column = requests[r] = np.zeros(n, np.int64)
         np.add.at(column, np.array(at, np.int64), np.array(values, np.int64))
     return counts, requests, sorted(set(by_hand))
+
+
+@dataclass(frozen=True, slots=True)
+class _Load:
+    """The nominated pods that count against a pod on one node: how many, their requests
+    in table units, whether one uses host ports, whether every request fits a unit."""
+
+    count: int
+    units: tuple[tuple[str, int], ...]
+    ports: bool
+    exact: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _NominatedMemo:
+    """A node's :class:`_Load`, valid while its nominated list (the same object), its
+    version and the preemptor's priority stay the same, for a pod not nominated there."""
+
+    nominated: Sequence[PodInfo]
+    version: int
+    priority: int
+    keys: set[str]
+    load: _Load
+
+
+def _load_of(nominated: Sequence[PodInfo], node: NodeInfo, priority: int, key: str) -> _Load:
+    """``counted_nominated`` and what those pods request (the pod's own key excluded)."""
+    bound = node.pods
+    here = [p for p in nominated if p.priority >= priority and p.key != key and p.key not in bound]
+    units: list[tuple[str, int]] = []
+    exact = True
+    for p in here:
+        for r, nanos in p.requests.items():
+            unit = _unit(r, nanos)
+            if unit is None:
+                exact = False
+            else:
+                units.append((r, unit))
+    return _Load(len(here), tuple(units), any(p.sched.host_ports for p in here), exact)
 
 
 class _Reasons(dict[int, tuple[str, tuple[str, ...], str]]):
