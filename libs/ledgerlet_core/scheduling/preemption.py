@@ -230,8 +230,10 @@ class DryRuns:
 
     def __init__(self) -> None:
         #: per node: its version, whether a pod there has no start time (at that version),
-        #: the key the result was computed for, and the result
-        self._kept: dict[str, tuple[int, bool, tuple[object, ...], DryRun]] = {}
+        #: the key the result was computed for, the result, and the nominated pods' list it
+        #: was computed with (the scheduler cache's lists are never changed in place: the
+        #: same list is the same pods)
+        self._kept: dict[str, tuple[int, bool, tuple[object, ...], DryRun, Sequence[PodInfo]]] = {}
         self._context: tuple[object, ...] = ()
 
     def context(self, pod: PodInfo, pdbs: Sequence[PDB]) -> tuple[object, ...]:
@@ -261,6 +263,14 @@ class DryRuns:
         same_node = kept is not None and kept[0] == node.version
         # (a pod's start time changes only with the node's version: ``SchedulerCache.started``)
         unstarted = kept[1] if kept is not None and same_node else any(p.start is None for p in node.pods.values())
+        if kept is not None and same_node and kept[4] is nominated:  # the key, without building it
+            kept_context, _, own, clock = kept[2]
+            if (
+                kept_context is context
+                and clock == (now if unstarted else None)
+                and (not nominated or own == (pod.key if any(p.key == pod.key for p in nominated) else ""))
+            ):
+                return kept[3]
         key = (
             context,
             # (requests dicts are never changed in place: equal when the same object)
@@ -271,7 +281,7 @@ class DryRuns:
         if kept is not None and same_node and kept[2] == key:
             return kept[3]
         result = select_victims_on_node(pod, node, pdbs, nominated, now)
-        self._kept[node.name] = (node.version, unstarted, key, result)
+        self._kept[node.name] = (node.version, unstarted, key, result, nominated)
         return result
 
 
