@@ -264,6 +264,8 @@ class Filtered:
 
     def statuses(self, rows: Int64s) -> list[NodeStatus]:
         """The status of each row, nodes failing alike sharing one (built once per kind)."""
+        if not rows.size:
+            return []
         kind = self._codes.kinds()
         kind = np.where(self.fits, -1, kind)[rows]
         for i in self._statuses:  # filtered node by node: a kind of their own
