@@ -696,9 +696,12 @@ def _least_allocated(pod: PodInfo, table: NodeTable, rows: Int64s) -> Int64s:
     total = np.zeros(rows.size, np.int64)
     memory = _unit("memory", pod.nonzero_memory)
     assert memory is not None
+    none = np.zeros(rows.size, np.int64)  # (a resource no node has)
+    cpu_cap = table.alloc["cpu"][rows] if "cpu" in table.alloc else none
+    memory_cap = table.alloc["memory"][rows] if "memory" in table.alloc else none
     for want, used, cap in (
-        (pod.nonzero_cpu, table.nonzero_cpu[rows], table.alloc.get("cpu", np.zeros(len(table.names), np.int64))[rows]),
-        (memory, table.nonzero_memory[rows], table.alloc.get("memory", np.zeros(len(table.names), np.int64))[rows]),
+        (pod.nonzero_cpu, table.nonzero_cpu[rows], cpu_cap),
+        (memory, table.nonzero_memory[rows], memory_cap),
     ):
         requested = want + used
         ok = (cap != 0) & (requested <= cap)
