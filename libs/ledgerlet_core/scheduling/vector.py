@@ -25,7 +25,7 @@ records' lists, the FitError message).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -59,6 +59,7 @@ from ledgerlet_core.scheduling.scores import (
     WEIGHTS,
     NodeScore,
     balanced_allocation,
+    least_allocated,
 )
 from ledgerlet_core.scheduling.terms import HostPort
 
@@ -117,6 +118,8 @@ class NodeTable:
     _labelled: Bools | None = None
     #: per node, the load of its nominated pods as :func:`_nominated_load` last found it
     nominated_memo: dict[str, _NominatedMemo] = field(default_factory=dict)
+    #: score columns that depend on a row alone (:func:`_row_scores`), by plugin and pod shape
+    score_columns: dict[tuple[object, ...], _ScoreColumn] = field(default_factory=dict)
 
     @classmethod
     def build(cls, nodes: Sequence[NodeInfo]) -> NodeTable:
@@ -142,6 +145,8 @@ class NodeTable:
 
     def refresh(self, i: int, node: NodeInfo) -> None:
         """Row ``i`` from the node as the cache holds it now."""
+        for column in self.score_columns.values():
+            column.fresh[i] = False
         for r in set(node.allocatable) | set(node.requested):
             if r == "pods":
                 continue
@@ -639,8 +644,20 @@ def score_all(
     """The default profile's scores for ``rows`` (feasible nodes in processing order), as
     :func:`scores.score_nodes` computes them; a plugin whose PreScore skips is left out."""
     plugins: dict[str, Int64s] = {
-        "NodeResourcesFit": _least_allocated(pod, table, rows),
-        "NodeResourcesBalancedAllocation": _balanced(pod, table, rows, nodes),
+        "NodeResourcesFit": _row_scores(
+            table,
+            ("least", pod.nonzero_cpu, pod.nonzero_memory),
+            rows,
+            lambda stale: _least_allocated(pod, table, stale),
+            lambda row: least_allocated(pod, nodes[row]),
+        ),
+        "NodeResourcesBalancedAllocation": _row_scores(
+            table,
+            ("balanced", pod.requests.get("cpu", 0), pod.requests.get("memory", 0)),
+            rows,
+            lambda stale: _balanced(pod, table, stale, nodes),
+            lambda row: balanced_allocation(pod, nodes[row]),
+        ),
     }
     raw = np.array([_prefer_no_schedule(pod, s) for s in table.taint_sets], np.int64)[table.taint_set[rows]]
     worst = int(raw.max()) if raw.size else 0
@@ -690,6 +707,49 @@ def _image_locality(pod: PodInfo, table: NodeTable, rows: Int64s) -> Int64s | No
     )
     out = by_set[table.image_set[rows]]
     return out if out.any() else None
+
+
+@dataclass(slots=True)
+class _ScoreColumn:
+    """One plugin's score of every row for one pod shape, and which rows still hold it
+    (:meth:`NodeTable.refresh` marks a row whose node changed)."""
+
+    values: Int64s
+    fresh: Bools
+
+
+#: score columns kept per table at most (pod shapes x plugins)
+_COLUMNS_KEPT: Final = 64
+#: at most this many stale rows are scored node by node (each numpy call costs as much)
+_BY_HAND_ROWS: Final = 16
+
+
+def _row_scores(
+    table: NodeTable,
+    key: tuple[object, ...],
+    rows: Int64s,
+    vector: Callable[[Int64s], Int64s],
+    one: Callable[[int], int],
+) -> Int64s:
+    """A score that depends on the pod's shape (``key``) and the row alone, for ``rows``:
+    kept per row until the row changes. A few stale rows are scored node by node (the
+    reference the vector form equals), more at once by ``vector``. Between two cycles of a
+    workload one node changes: every other row's score is the one kept."""
+    column = table.score_columns.get(key)
+    if column is None:
+        if len(table.score_columns) >= _COLUMNS_KEPT:
+            table.score_columns.clear()
+        n = len(table.names)
+        column = table.score_columns[key] = _ScoreColumn(np.zeros(n, np.int64), np.zeros(n, np.bool_))
+    stale = rows[~column.fresh[rows]]
+    if stale.size:
+        if stale.size <= _BY_HAND_ROWS:
+            for row in stale.tolist():
+                column.values[row] = one(row)
+        else:
+            column.values[stale] = vector(stale)
+        column.fresh[stale] = True
+    return column.values[rows]
 
 
 def _least_allocated(pod: PodInfo, table: NodeTable, rows: Int64s) -> Int64s:
