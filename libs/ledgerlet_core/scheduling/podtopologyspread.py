@@ -304,6 +304,8 @@ def vector_score(
         kept = rows
     total = np.zeros(rows.size, np.float64)
     for c, d in zip(constraints, domains, strict=True):
+        if not d.n:
+            continue  # no node has the key: it adds 0 everywhere
         live = index.live(spread_match(pod.namespace, c.selector))
         node_has = d.labelled[rows]
         if c.topology_key == HOSTNAME:
@@ -322,9 +324,15 @@ def vector_score(
             counted = live if eligible is None or eligible.all() else np.where(eligible, live, 0)
             per_bucket = np.bincount(bucket, weights=counted, minlength=d.n + 1).astype(np.int64)
             cnt = per_bucket[bucket[rows]]
-        total += np.where(node_has, cnt.astype(np.float64) * weight + float(c.max_skew - 1), 0.0)
+        here = cnt.astype(np.float64) * weight + float(c.max_skew - 1)
+        total += here if node_has.all() else np.where(node_has, here, 0.0)
     floor = np.floor(total)
     raw = (floor + (total - floor >= 0.5)).astype(np.int64)
+    if not require_all and rows.size:  # (nothing ignored)
+        low, high = int(raw.min()), max(int(raw.max()), 0)
+        if high == 0:
+            return np.full(rows.size, MAX_NODE_SCORE, np.int64)
+        return MAX_NODE_SCORE * (high + low - raw) // high
     raw = np.where(ignored, 0, raw)
     if ignored.all():
         return np.zeros(rows.size, np.int64)

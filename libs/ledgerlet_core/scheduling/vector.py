@@ -690,7 +690,11 @@ def score_all(
         totals += plugins[p] * WEIGHTS[p]
     # the best ``top`` as a stable sort by descending total keeps them (ties in the order given)
     order = np.argsort(-totals, kind="stable")[:top]
-    best = [NodeScore(table.names[int(rows[j])], int(totals[j]), {p: int(plugins[p][j]) for p in names}) for j in order]
+    columns = [(p, plugins[p][order].tolist()) for p in names]
+    best = [
+        NodeScore(table.names[row], total, {p: column[k] for p, column in columns})
+        for k, (row, total) in enumerate(zip(rows[order].tolist(), totals[order].tolist(), strict=True))
+    ]
     return Scored(totals, best)
 
 
