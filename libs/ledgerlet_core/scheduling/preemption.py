@@ -351,7 +351,7 @@ def preempt(
 ) -> Preemption:
     """``Evaluator.Preempt`` for one pod whose every node failed filtering (``dry_runs``:
     results kept from earlier attempts, used while their node is unchanged)."""
-    by_name = {n.name: n for n in nodes}
+    by_name = {n.name: n for n in nodes} if pod.nominated else {}  # (eligible reads the nominee alone)
     why_not = eligible(pod, by_name, statuses)
     if why_not is not None:
         return Preemption(nominate=None, message=f"preemption: {why_not}")
