@@ -297,3 +297,32 @@ def test_kept_dry_runs_decide_as_fresh_ones_while_nodes_change(seed: int) -> Non
             node.remove(rng.choice(list(node.pods)))
         else:
             node.add(pod_info(make_pod(rng, f"arrival-{attempt}", node.name)))
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_kept_score_columns_decide_as_fresh_ones_while_pods_bind(seed: int) -> None:
+    """Pods of a few recurring shapes placed one after another, each bound where the cycle
+    put it (rows refreshed as the cache refreshes them): the vector cycle, which keeps
+    each row's resource scores until its node changes, against the node-by-node one."""
+    import dataclasses
+
+    rng = random.Random(9000 + seed)
+    nodes, _, _ = make_cluster(rng)
+    parts = vector_parts(nodes)
+    table, index = parts["table"], parts["index"]
+    settings = SchedulerConfig(percentage_of_nodes_to_score=rng.choice([0, 50, 100]))
+    shapes = [pod_info(make_pod(rng, f"shape-{k}", nodes=len(nodes))) for k in range(2)]
+    start = 0
+    for attempt in range(10):
+        shape = rng.choice(shapes)
+        pod = dataclasses.replace(shape, key=f"default/placed-{attempt}", name=f"placed-{attempt}", uid=f"u{attempt}")
+        kw: dict[str, Any] = {"now": 200 * 10**9, "start_index": start}
+        plain = schedule_one(pod, nodes, {}, [], settings, **kw)
+        vector = schedule_one(pod, nodes, {}, [], settings, table=table, index=index, **kw)
+        assert essentials(vector) == essentials(plain)
+        start = plain.next_start
+        if plain.node:
+            row = table.index[plain.node]
+            nodes[row].add(pod)
+            table.refresh(row, nodes[row])
+            index.added(pod, row)

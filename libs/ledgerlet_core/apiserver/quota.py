@@ -78,11 +78,13 @@ def _fmt(name: str, nanos: int) -> str:
 def check_quota(
     pod: Pod, quotas: Iterable[ResourceQuota], used: Mapping[str, Mapping[str, int]]
 ) -> AdmissionError | None:
-    """Refuse the pod if any matching quota would go over ``hard`` (``used``: by quota key)."""
+    """Refuse the pod if any matching quota would go over ``hard`` (``used``: by quota key).
+    No quota that matches: nothing to work out (a fleet's pods mostly meet none)."""
+    matching = [q for q in sorted(quotas, key=lambda q: q.metadata.name) if quota_matches(q, pod)]
+    if not matching:
+        return None
     usage = pod_usage(pod)
-    for quota in sorted(quotas, key=lambda q: q.metadata.name):
-        if not quota_matches(quota, pod):
-            continue
+    for quota in matching:
         key = f"{quota.metadata.namespace or 'default'}/{quota.metadata.name}"
         now = used.get(key, {})
         over = sorted(

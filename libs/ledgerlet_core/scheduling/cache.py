@@ -35,6 +35,11 @@ class SchedulerCache:
         self.pod_node: dict[str, str] = {}
         #: pods nominated to run on a node, by node
         self.nominated: dict[str, dict[str, PodInfo]] = {}
+        #: :meth:`nominated_view`, and the nodes whose list there is to be made again: a
+        #: node's list stays the same object while its nominations do not change (the vector
+        #: cycle keeps what it worked out of each list while it is the same)
+        self._nominated_view: dict[str, list[PodInfo]] = {}
+        self._nominations_changed: set[str] = set()
         self.pdbs: dict[str, PodDisruptionBudget] = {}
         self._objects: dict[str, Node] = {}
         self._machines: dict[str, Mapping[str, int]] = {}
@@ -231,15 +236,27 @@ class SchedulerCache:
 
     # -- nominations -------------------------------------------------------------------
     def nominated_view(self) -> dict[str, list[PodInfo]]:
-        return {n: list(pods.values()) for n, pods in self.nominated.items() if pods}
+        """The pods nominated to each node (callers only read it: it is shared until the
+        nominations change)."""
+        view = self._nominated_view
+        for name in self._nominations_changed:
+            pods = self.nominated.get(name)
+            if pods:
+                view[name] = list(pods.values())
+            else:
+                view.pop(name, None)
+        self._nominations_changed.clear()
+        return view
 
     def unnominate(self, info: PodInfo) -> None:
         if info.nominated:
             self.nominated.get(info.nominated, {}).pop(info.key, None)
+            self._nominations_changed.add(info.nominated)
 
     def nominate(self, info: PodInfo, node: str) -> list[str]:
         """Nominate ``info`` to ``node``, clearing the nominations of lower-priority pods
         there (``prepareCandidate``); the pods whose nomination was cleared."""
+        self._nominations_changed.update((node, info.nominated) if info.nominated else (node,))
         if info.nominated and info.nominated != node:
             self.nominated.get(info.nominated, {}).pop(info.key, None)
         info.nominated = node

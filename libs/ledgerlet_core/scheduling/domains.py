@@ -144,10 +144,27 @@ class Domains:
     ids: Int64s
     values: list[str] = field(default_factory=list)
     id_of: dict[str, int] = field(default_factory=dict)
+    #: made when first asked for (a table's domains are dropped, not changed, when labels change)
+    _bucket: Int64s | None = None
+    _labelled: Bools | None = None
 
     @property
     def n(self) -> int:
         return len(self.values)
+
+    @property
+    def labelled(self) -> Bools:
+        """The rows that have the key."""
+        if self._labelled is None:
+            self._labelled = self.ids >= 0
+        return self._labelled
+
+    @property
+    def bucket(self) -> Int64s:
+        """Each row's domain, a row without the key under "" (a new number when no row has "")."""
+        if self._bucket is None:
+            self._bucket = np.where(self.ids >= 0, self.ids, self.id_of.get("", self.n))
+        return self._bucket
 
     def counts(self, rows: Bools, weights: Int64s) -> Int64s:
         """Summed ``weights`` of the rows selected, per domain."""

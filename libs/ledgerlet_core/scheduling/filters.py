@@ -145,10 +145,15 @@ def _chain(pod: PodInfo, node: NodeInfo, extra: Sequence[PodInfo], state: CycleS
 
 def histogram(statuses: Iterable[NodeStatus]) -> str:
     """``FitError.Error``'s counts: "<n> <reason>" sorted as strings, joined by ", "."""
-    counts: Counter[str] = Counter()
+    # nodes failing alike share one status object (:mod:`.vector`): counted once per object
+    groups: dict[int, tuple[NodeStatus, int]] = {}
     for s in statuses:
+        group = groups.get(id(s))
+        groups[id(s)] = (s, 1) if group is None else (s, group[1] + 1)
+    counts: Counter[str] = Counter()
+    for s, n in groups.values():
         for r in s.reasons:
-            counts[r] += 1
+            counts[r] += n
     return ", ".join(sorted(f"{n} {r}" for r, n in counts.items()))
 
 

@@ -74,8 +74,17 @@ def matching(node: NodeInfo, selector: Selector, namespace: str) -> int:
 
 
 def spread_match(namespace: str, selector: Selector) -> PodMatch:
-    """What a constraint counts, as the cache's per-node counts are keyed."""
-    return PodMatch(frozenset({namespace}), NOTHING, selector)
+    """What a constraint counts, as the cache's per-node counts are keyed (made once per
+    namespace and selector object)."""
+    kept = _MATCHES.get((namespace, id(selector)))
+    if kept is None or kept[0] is not selector:
+        if len(_MATCHES) >= _DEFAULTS_KEPT:
+            _MATCHES.clear()
+        kept = _MATCHES[(namespace, id(selector))] = (selector, PodMatch(frozenset({namespace}), NOTHING, selector))
+    return kept[1]
+
+
+_MATCHES: dict[tuple[str, int], tuple[Selector, PodMatch]] = {}
 
 
 # -- Filter --------------------------------------------------------------------------------------
@@ -184,7 +193,19 @@ def score_constraints(pod: PodInfo, default_selector: Selector | None) -> tuple[
         return pod.sched.spread_soft, True
     if default_selector is None or default_selector.empty or default_selector.nothing:
         return (), False
-    return tuple(SpreadConstraint(skew, key, default_selector) for key, skew in SYSTEM_DEFAULT), False
+    kept = _DEFAULTS.get(id(default_selector))
+    if kept is None or kept[0] is not default_selector:
+        if len(_DEFAULTS) >= _DEFAULTS_KEPT:
+            _DEFAULTS.clear()
+        made = tuple(SpreadConstraint(skew, key, default_selector) for key, skew in SYSTEM_DEFAULT)
+        kept = _DEFAULTS[id(default_selector)] = (default_selector, made)
+    return kept[1], False
+
+
+#: the system default constraints of a controller's selector (by the selector object: a
+#: controller's pods share it, and every cycle of one of them reads them)
+_DEFAULTS: dict[int, tuple[Selector, tuple[SpreadConstraint, ...]]] = {}
+_DEFAULTS_KEPT: Final = 1024
 
 
 def go_round(x: float) -> int:
@@ -270,34 +291,48 @@ def vector_score(
     if not len(table.names) or not constraints:
         return None
     domains = [table.domains(c.topology_key) for c in constraints]
-    has_all = np.ones(len(table.names), np.bool_)
-    for d in domains:
-        has_all &= d.ids >= 0
-    ignored = ~has_all[rows] if require_all else np.zeros(rows.size, np.bool_)
-    kept = rows[~ignored]
+    has_all: Bools | None = None  # (the rows with every key, when they are all required)
+    if require_all:
+        has_all = domains[0].labelled
+        for d in domains[1:]:
+            has_all = has_all & d.labelled
+        assert has_all is not None
+        ignored = ~has_all[rows]
+        kept = rows[~ignored]
+    else:
+        ignored = np.zeros(rows.size, np.bool_)
+        kept = rows
     total = np.zeros(rows.size, np.float64)
     for c, d in zip(constraints, domains, strict=True):
+        if not d.n:
+            continue  # no node has the key: it adds 0 everywhere
         live = index.live(spread_match(pod.namespace, c.selector))
-        node_has = d.ids[rows] >= 0
+        node_has = d.labelled[rows]
         if c.topology_key == HOSTNAME:
             weight = math.log(int(kept.size) + 2)
             cnt = live[rows]
         else:
             # a node without the key counts under "" when the keys are not all required
-            empty = d.id_of.get("", d.n)
-            bucket = np.where(d.ids >= 0, d.ids, empty)
+            bucket = d.bucket
             in_map = np.bincount(bucket[kept], minlength=d.n + 1) > 0
             weight = math.log(int(in_map.sum()) + 2)
-            eligible = has_all.copy() if require_all else np.ones(len(table.names), np.bool_)
+            eligible = has_all
             if c.node_affinity_policy == HONOR:
-                eligible &= affinity_ok
+                eligible = affinity_ok if eligible is None else eligible & affinity_ok
             if c.node_taints_policy == HONOR:
-                eligible &= taints_ok
-            per_bucket = np.bincount(bucket[eligible], weights=live[eligible], minlength=d.n + 1).astype(np.int64)
+                eligible = taints_ok if eligible is None else eligible & taints_ok
+            counted = live if eligible is None or eligible.all() else np.where(eligible, live, 0)
+            per_bucket = np.bincount(bucket, weights=counted, minlength=d.n + 1).astype(np.int64)
             cnt = per_bucket[bucket[rows]]
-        total += np.where(node_has, cnt.astype(np.float64) * weight + float(c.max_skew - 1), 0.0)
+        here = cnt.astype(np.float64) * weight + float(c.max_skew - 1)
+        total += here if node_has.all() else np.where(node_has, here, 0.0)
     floor = np.floor(total)
     raw = (floor + (total - floor >= 0.5)).astype(np.int64)
+    if not require_all and rows.size:  # (nothing ignored)
+        low, high = int(raw.min()), max(int(raw.max()), 0)
+        if high == 0:
+            return np.full(rows.size, MAX_NODE_SCORE, np.int64)
+        return MAX_NODE_SCORE * (high + low - raw) // high
     raw = np.where(ignored, 0, raw)
     if ignored.all():
         return np.zeros(rows.size, np.int64)

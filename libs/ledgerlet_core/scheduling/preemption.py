@@ -229,7 +229,20 @@ class DryRuns:
     One result is kept per node (the last preemptor's)."""
 
     def __init__(self) -> None:
-        self._kept: dict[str, tuple[int, tuple[object, ...], DryRun]] = {}
+        #: per node: its version, whether a pod there has no start time (at that version),
+        #: the key the result was computed for, the result, and the nominated pods' list it
+        #: was computed with (the scheduler cache's lists are never changed in place: the
+        #: same list is the same pods)
+        self._kept: dict[str, tuple[int, bool, tuple[object, ...], DryRun, Sequence[PodInfo]]] = {}
+        self._context: tuple[object, ...] = ()
+
+    def context(self, pod: PodInfo, pdbs: Sequence[PDB]) -> tuple[object, ...]:
+        """:func:`attempt_context`, the same object while it stays equal (the preemptors of
+        one workload share it: comparing it to a kept key is then an identity check)."""
+        context = attempt_context(pod, pdbs)
+        if context != self._context:
+            self._context = context
+        return self._context
 
     def victims(
         self,
@@ -241,22 +254,34 @@ class DryRuns:
         context: tuple[object, ...],
         state: CycleState | None = None,
     ) -> DryRun:
-        """``context``: :func:`attempt_context` (computed once per attempt). A pod whose
+        """``context``: :meth:`context` (computed once per attempt). A pod whose
         filters read other nodes' pods (spread, inter-pod affinity) is not kept: its
         result depends on more than this node."""
         if state is not None and state.pod_dependent:
             return select_victims_on_node(pod, node, pdbs, nominated, now, state=state)
+        kept = self._kept.get(node.name)
+        same_node = kept is not None and kept[0] == node.version
+        # (a pod's start time changes only with the node's version: ``SchedulerCache.started``)
+        unstarted = kept[1] if kept is not None and same_node else any(p.start is None for p in node.pods.values())
+        if kept is not None and same_node and kept[4] is nominated:  # the key, without building it
+            kept_context, _, own, clock = kept[2]
+            if (
+                kept_context is context
+                and clock == (now if unstarted else None)
+                and (not nominated or own == (pod.key if any(p.key == pod.key for p in nominated) else ""))
+            ):
+                return kept[3]
         key = (
             context,
-            tuple((p.key, p.priority, tuple(p.requests.items())) for p in nominated) if nominated else (),
+            # (requests dicts are never changed in place: equal when the same object)
+            tuple([(p.key, p.priority, p.requests) for p in nominated]) if nominated else (),
             pod.key if nominated and any(p.key == pod.key for p in nominated) else "",
-            now if any(p.start is None for p in node.pods.values()) else None,
+            now if unstarted else None,
         )
-        kept = self._kept.get(node.name)
-        if kept is not None and kept[0] == node.version and kept[1] == key:
-            return kept[2]
+        if kept is not None and same_node and kept[2] == key:
+            return kept[3]
         result = select_victims_on_node(pod, node, pdbs, nominated, now)
-        self._kept[node.name] = (node.version, key, result)
+        self._kept[node.name] = (node.version, unstarted, key, result, nominated)
         return result
 
 
@@ -301,8 +326,9 @@ def _pick(candidates: list[Candidate], now: int) -> tuple[Candidate, str, list[s
     if len(left) == 1:
         return left[0], "only candidate", [left[0].node]
     for name, score in steps:
-        best = max(score(c) for c in left)
-        kept = [c for c in left if score(c) == best]
+        scores = [score(c) for c in left]
+        best = max(scores)
+        kept = [c for c, s in zip(left, scores, strict=True) if s == best]
         if len(kept) == 1:
             return kept[0], name, [c.node for c in left]
         left = kept
@@ -325,11 +351,11 @@ def preempt(
 ) -> Preemption:
     """``Evaluator.Preempt`` for one pod whose every node failed filtering (``dry_runs``:
     results kept from earlier attempts, used while their node is unchanged)."""
-    by_name = {n.name: n for n in nodes}
+    by_name = {n.name: n for n in nodes} if pod.nominated else {}  # (eligible reads the nominee alone)
     why_not = eligible(pod, by_name, statuses)
     if why_not is not None:
         return Preemption(nominate=None, message=f"preemption: {why_not}")
-    potential = [n for n in nodes if statuses.get(n.name, NodeStatus(UNRESOLVABLE)).code == UNSCHEDULABLE]
+    potential = [n for n in nodes if (s := statuses.get(n.name)) is not None and s.code == UNSCHEDULABLE]
     total = len(nodes)
     if not potential:
         return Preemption(
@@ -342,7 +368,7 @@ def preempt(
     bad_list: list[Candidate] = []
     dry: dict[str, NodeStatus] = {}
     examined = 0
-    context = attempt_context(pod, pdbs) if dry_runs is not None else ()
+    context = dry_runs.context(pod, pdbs) if dry_runs is not None else ()
     for i in range(len(potential)):
         node = potential[(offset + i) % len(potential)]
         examined += 1

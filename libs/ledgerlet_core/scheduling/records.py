@@ -18,7 +18,28 @@ TOP_CANDIDATES = 10
 
 
 def filtered(statuses: Mapping[str, NodeStatus]) -> dict[str, list[str]]:
-    """Nodes by the reason a filter refused them."""
+    """Nodes by the reason a filter refused them. Nodes failing alike share one status
+    object (:mod:`.vector`): grouped by it first, each reason's list is made once."""
+    groups: dict[int, tuple[NodeStatus, list[str]]] = {}
+    for node, s in statuses.items():
+        group = groups.get(id(s))
+        if group is None:
+            groups[id(s)] = (s, [node])
+        else:
+            group[1].append(node)
+    seen: set[str] = set()
+    for s, _ in groups.values():
+        if seen.intersection(s.reasons) or len(set(s.reasons)) != len(s.reasons):
+            return _filtered_node_by_node(statuses)  # a reason in two groups: keep node order
+        seen.update(s.reasons)
+    out: dict[str, list[str]] = {}
+    for s, names in groups.values():
+        for r in s.reasons:
+            out[r] = names if len(s.reasons) == 1 else list(names)
+    return out
+
+
+def _filtered_node_by_node(statuses: Mapping[str, NodeStatus]) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for node, s in statuses.items():
         for r in s.reasons:

@@ -25,7 +25,7 @@ records' lists, the FitError message).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -48,7 +48,6 @@ from ledgerlet_core.scheduling.filters import (
     UNSCHEDULABLE,
     UNSCHEDULABLE_TAINT,
     NodeStatus,
-    counted_nominated,
     run_filters,
     untolerated_taint,
 )
@@ -60,6 +59,7 @@ from ledgerlet_core.scheduling.scores import (
     WEIGHTS,
     NodeScore,
     balanced_allocation,
+    least_allocated,
 )
 from ledgerlet_core.scheduling.terms import HostPort
 
@@ -116,6 +116,10 @@ class NodeTable:
     _holders: dict[str, int] | None = None
     _names_array: npt.NDArray[np.str_] | None = None
     _labelled: Bools | None = None
+    #: per node, the load of its nominated pods as :func:`_nominated_load` last found it
+    nominated_memo: dict[str, _NominatedMemo] = field(default_factory=dict)
+    #: score columns that depend on a row alone (:func:`_row_scores`), by plugin and pod shape
+    score_columns: dict[tuple[object, ...], _ScoreColumn] = field(default_factory=dict)
 
     @classmethod
     def build(cls, nodes: Sequence[NodeInfo]) -> NodeTable:
@@ -141,6 +145,8 @@ class NodeTable:
 
     def refresh(self, i: int, node: NodeInfo) -> None:
         """Row ``i`` from the node as the cache holds it now."""
+        for column in self.score_columns.values():
+            column.fresh[i] = False
         for r in set(node.allocatable) | set(node.requested):
             if r == "pods":
                 continue
@@ -263,6 +269,8 @@ class Filtered:
 
     def statuses(self, rows: Int64s) -> list[NodeStatus]:
         """The status of each row, nodes failing alike sharing one (built once per kind)."""
+        if not rows.size:
+            return []
         kind = self._codes.kinds()
         kind = np.where(self.fits, -1, kind)[rows]
         for i in self._statuses:  # filtered node by node: a kind of their own
@@ -470,33 +478,92 @@ def _nominated_load(
     Rows whose nominated pods matter beyond their requests (host ports, a filter that reads
     other pods) or whose requests the table cannot hold exactly are returned, to filter
     node by node."""
-    counts: Int64s | int = 0
-    requests: dict[str, Int64s] = {}
     by_hand: list[int] = []
     pod_dependent = (state is not None and state.pod_dependent) or bool(pod.sched.host_ports)
+    rows: list[int] = []
+    counted: list[int] = []
+    amounts: dict[str, tuple[list[int], list[int]]] = {}
+    key, priority, index, memo = pod.key, pod.priority, table.index, table.nominated_memo
     for name, nominated in nominated_by_node.items():
-        i = table.index.get(name)
+        i = index.get(name)
         if i is None:
             continue
-        here = counted_nominated(pod, nodes[i], nominated)
-        if not here:
+        node = nodes[i]
+        kept = memo.get(name)
+        if (
+            kept is not None
+            and kept.nominated is nominated
+            and kept.version == node.version
+            and kept.priority == priority
+            and key not in kept.keys
+        ):
+            load = kept.load
+        else:
+            load = _load_of(nominated, node, priority, key)
+            if not any(p.key == key for p in nominated):  # (the pod itself there: not kept)
+                memo[name] = _NominatedMemo(nominated, node.version, priority, {p.key for p in nominated}, load)
+        if not load.count:
             continue
-        if pod_dependent or any(p.sched.host_ports for p in here):
+        if pod_dependent or load.ports:
             by_hand.append(i)
             continue
-        if isinstance(counts, int):
-            counts = np.zeros(len(table.names), np.int64)
-        counts[i] += len(here)
-        for p in here:
-            for r, nanos in p.requests.items():
-                unit = _unit(r, nanos)
-                if unit is None:
-                    by_hand.append(i)
-                    continue
-                if r not in requests:
-                    requests[r] = np.zeros(len(table.names), np.int64)
-                requests[r][i] += unit
+        rows.append(i)
+        counted.append(load.count)
+        for r, unit in load.units:
+            at, values = amounts.setdefault(r, ([], []))
+            at.append(i)
+            values.append(unit)
+        if not load.exact:
+            by_hand.append(i)
+    if not rows:
+        return 0, {}, sorted(set(by_hand))
+    n = len(table.names)
+    counts = np.zeros(n, np.int64)
+    np.add.at(counts, np.array(rows, np.int64), np.array(counted, np.int64))
+    requests: dict[str, Int64s] = {}
+    for r, (at, values) in amounts.items():
+        column = requests[r] = np.zeros(n, np.int64)
+        np.add.at(column, np.array(at, np.int64), np.array(values, np.int64))
     return counts, requests, sorted(set(by_hand))
+
+
+@dataclass(frozen=True, slots=True)
+class _Load:
+    """The nominated pods that count against a pod on one node: how many, their requests
+    in table units, whether one uses host ports, whether every request fits a unit."""
+
+    count: int
+    units: tuple[tuple[str, int], ...]
+    ports: bool
+    exact: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _NominatedMemo:
+    """A node's :class:`_Load`, valid while its nominated list (the same object), its
+    version and the preemptor's priority stay the same, for a pod not nominated there."""
+
+    nominated: Sequence[PodInfo]
+    version: int
+    priority: int
+    keys: set[str]
+    load: _Load
+
+
+def _load_of(nominated: Sequence[PodInfo], node: NodeInfo, priority: int, key: str) -> _Load:
+    """``counted_nominated`` and what those pods request (the pod's own key excluded)."""
+    bound = node.pods
+    here = [p for p in nominated if p.priority >= priority and p.key != key and p.key not in bound]
+    units: list[tuple[str, int]] = []
+    exact = True
+    for p in here:
+        for r, nanos in p.requests.items():
+            unit = _unit(r, nanos)
+            if unit is None:
+                exact = False
+            else:
+                units.append((r, unit))
+    return _Load(len(here), tuple(units), any(p.sched.host_ports for p in here), exact)
 
 
 class _Reasons(dict[int, tuple[str, tuple[str, ...], str]]):
@@ -577,8 +644,20 @@ def score_all(
     """The default profile's scores for ``rows`` (feasible nodes in processing order), as
     :func:`scores.score_nodes` computes them; a plugin whose PreScore skips is left out."""
     plugins: dict[str, Int64s] = {
-        "NodeResourcesFit": _least_allocated(pod, table, rows),
-        "NodeResourcesBalancedAllocation": _balanced(pod, table, rows, nodes),
+        "NodeResourcesFit": _row_scores(
+            table,
+            ("least", pod.nonzero_cpu, pod.nonzero_memory),
+            rows,
+            lambda stale: _least_allocated(pod, table, stale),
+            lambda row: least_allocated(pod, nodes[row]),
+        ),
+        "NodeResourcesBalancedAllocation": _row_scores(
+            table,
+            ("balanced", pod.requests.get("cpu", 0), pod.requests.get("memory", 0)),
+            rows,
+            lambda stale: _balanced(pod, table, stale, nodes),
+            lambda row: balanced_allocation(pod, nodes[row]),
+        ),
     }
     raw = np.array([_prefer_no_schedule(pod, s) for s in table.taint_sets], np.int64)[table.taint_set[rows]]
     worst = int(raw.max()) if raw.size else 0
@@ -611,7 +690,11 @@ def score_all(
         totals += plugins[p] * WEIGHTS[p]
     # the best ``top`` as a stable sort by descending total keeps them (ties in the order given)
     order = np.argsort(-totals, kind="stable")[:top]
-    best = [NodeScore(table.names[int(rows[j])], int(totals[j]), {p: int(plugins[p][j]) for p in names}) for j in order]
+    columns = [(p, plugins[p][order].tolist()) for p in names]
+    best = [
+        NodeScore(table.names[row], total, {p: column[k] for p, column in columns})
+        for k, (row, total) in enumerate(zip(rows[order].tolist(), totals[order].tolist(), strict=True))
+    ]
     return Scored(totals, best)
 
 
@@ -630,13 +713,59 @@ def _image_locality(pod: PodInfo, table: NodeTable, rows: Int64s) -> Int64s | No
     return out if out.any() else None
 
 
+@dataclass(slots=True)
+class _ScoreColumn:
+    """One plugin's score of every row for one pod shape, and which rows still hold it
+    (:meth:`NodeTable.refresh` marks a row whose node changed)."""
+
+    values: Int64s
+    fresh: Bools
+
+
+#: score columns kept per table at most (pod shapes x plugins)
+_COLUMNS_KEPT: Final = 64
+#: at most this many stale rows are scored node by node (each numpy call costs as much)
+_BY_HAND_ROWS: Final = 16
+
+
+def _row_scores(
+    table: NodeTable,
+    key: tuple[object, ...],
+    rows: Int64s,
+    vector: Callable[[Int64s], Int64s],
+    one: Callable[[int], int],
+) -> Int64s:
+    """A score that depends on the pod's shape (``key``) and the row alone, for ``rows``:
+    kept per row until the row changes. A few stale rows are scored node by node (the
+    reference the vector form equals), more at once by ``vector``. Between two cycles of a
+    workload one node changes: every other row's score is the one kept."""
+    column = table.score_columns.get(key)
+    if column is None:
+        if len(table.score_columns) >= _COLUMNS_KEPT:
+            table.score_columns.clear()
+        n = len(table.names)
+        column = table.score_columns[key] = _ScoreColumn(np.zeros(n, np.int64), np.zeros(n, np.bool_))
+    stale = rows[~column.fresh[rows]]
+    if stale.size:
+        if stale.size <= _BY_HAND_ROWS:
+            for row in stale.tolist():
+                column.values[row] = one(row)
+        else:
+            column.values[stale] = vector(stale)
+        column.fresh[stale] = True
+    return column.values[rows]
+
+
 def _least_allocated(pod: PodInfo, table: NodeTable, rows: Int64s) -> Int64s:
     total = np.zeros(rows.size, np.int64)
     memory = _unit("memory", pod.nonzero_memory)
     assert memory is not None
+    none = np.zeros(rows.size, np.int64)  # (a resource no node has)
+    cpu_cap = table.alloc["cpu"][rows] if "cpu" in table.alloc else none
+    memory_cap = table.alloc["memory"][rows] if "memory" in table.alloc else none
     for want, used, cap in (
-        (pod.nonzero_cpu, table.nonzero_cpu[rows], table.alloc.get("cpu", np.zeros(len(table.names), np.int64))[rows]),
-        (memory, table.nonzero_memory[rows], table.alloc.get("memory", np.zeros(len(table.names), np.int64))[rows]),
+        (pod.nonzero_cpu, table.nonzero_cpu[rows], cpu_cap),
+        (memory, table.nonzero_memory[rows], memory_cap),
     ):
         requested = want + used
         ok = (cap != 0) & (requested <= cap)
