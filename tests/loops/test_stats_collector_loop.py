@@ -155,8 +155,8 @@ def test_the_kubelet_reads_the_batch_the_collector_made_as_its_json_tells_it() -
     """In one process the kubelet takes a tick's batch as the collector made it, not
     decoded again: it must be what decoding its JSON gives, with and without pods' stats
     riding along; a copy of the JSON (a batch read through a broker) is decoded."""
-    from ledgerlet_core.contracts.internal import NodesObserved
     from ledgerlet_core.contracts import observed
+    from ledgerlet_core.contracts.internal import NodesObserved
     from ledgerlet_core.contracts.observed import handed_observed
 
     d = collector(whole=False, memory=[[0, "100Mi"], [20, "7Gi"]])
