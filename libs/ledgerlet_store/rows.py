@@ -8,6 +8,7 @@ from typing import Any, Final
 import msgspec
 
 from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.contracts.observed import OBSERVED_BATCH, observed_count
 from ledgerlet_store.batches import order_key
 from ledgerlet_store.contract import StoredEvent
 from ledgerlet_store.schema import events
@@ -63,13 +64,19 @@ def with_version(row: tuple[Any, ...], version: int, recorded_at: Any) -> tuple[
     return (*row[:3], version, *row[3:], recorded_at)
 
 
+def _own_stream(run: str, stream: str) -> str:
+    """A ``stream`` column's stream without its run (stored as ``RUN:STREAM``)."""
+    if stream.startswith(run) and stream[len(run) : len(run) + 1] == ":":
+        return stream[len(run) + 1 :]
+    return stream
+
+
 def stored(row: Any) -> StoredEvent:
     """A row of ``events`` (every column, in the table's order) as the event it holds."""
     # (by place, not by name: a replay reads every row of a run, and ``Row._mapping``'s
     # look-ups by name were a tenth of its time; ``_AT`` checks the places at import)
     (position, event_id, run, stream, version, type_, kind, v, t, order, node, pod, causes, data, recorded) = row
-    if stream.startswith(run) and stream[len(run) : len(run) + 1] == ":":
-        stream = stream[len(run) + 1 :]
+    stream = _own_stream(run, stream)
     env = Envelope(
         id=event_id,
         type=type_,
@@ -85,6 +92,47 @@ def stored(row: Any) -> StoredEvent:
         data=msgspec.Raw(data.encode()),
     )
     return StoredEvent(position=position, version=version, recorded_at=aware(recorded), envelope=env)
+
+
+class StoredRow:
+    """A row of ``events`` compared with an event derived again as it is, column by column
+    in the form the row holds it (``postmortem.compare.RecordedRow``): a verified replay
+    reads a run's every internal event and decision, and making each an envelope first
+    (its order split, its causes decoded, its data copied) only to compare it was work
+    thrown away on every row that matches. The compared fields are those an envelope's
+    comparison takes (``compare._FIELDS`` and the data)."""
+
+    __slots__ = ("_members", "id", "kind", "row", "t", "type")
+
+    def __init__(self, row: Any) -> None:
+        self.row = row
+        self.id: str = row[1]
+        self.type: str = row[5]
+        self.kind: str = row[6]
+        self.t: int = row[8]
+        self._members = 0
+
+    def same_as(self, derived: Envelope) -> bool:
+        (_, _, run, stream, _, type_, kind, _, t, order, node, pod, causes, data, _) = self.row
+        return (
+            type_ == derived.type
+            and t == derived.t
+            and kind == derived.kind
+            and node == derived.node
+            and pod == derived.pod
+            and order == order_key(derived.order)
+            and _own_stream(run, stream) == derived.stream
+            and causes == encode_causes(derived.causes)
+            and data.encode() == bytes(derived.data)
+        )
+
+    def members(self) -> int:
+        if not self._members:
+            self._members = observed_count(self.row[13].encode()) if self.type == OBSERVED_BATCH else 1
+        return self._members
+
+    def envelope(self) -> Envelope:
+        return stored(self.row).envelope
 
 
 def aware(at: datetime) -> datetime:

@@ -149,3 +149,43 @@ def test_the_kubelet_refuses_a_change_of_pods_stats_it_has_no_base_for() -> None
     )
     with pytest.raises(RuntimeError, match="no base"):
         Kubelet._pods_told(node, delta)
+
+
+def test_the_kubelet_reads_the_batch_the_collector_made_as_its_json_tells_it() -> None:
+    """In one process the kubelet takes a tick's batch as the collector made it, not
+    decoded again: it must be what decoding its JSON gives, with and without pods' stats
+    riding along; a copy of the JSON (a batch read through a broker) is decoded."""
+    from ledgerlet_core.contracts import observed
+    from ledgerlet_core.contracts.internal import NodesObserved
+    from ledgerlet_core.contracts.observed import handed_observed
+
+    d = collector(whole=False, memory=[[0, "100Mi"], [20, "7Gi"]])
+    for at, carried in ((0, []), (20, [0])):
+        (env,) = [e for e in d.tick(at, phase=1) if e.type == "NodesObserved"]
+        decoded = msgspec.json.decode(env.data, type=NodesObserved)
+        made = observed._HANDED[id(env.data)][1]  # (the batch the collector encoded)
+        handed = handed_observed(env.data)
+        assert handed is made
+        assert handed == decoded and handed.pods_of == carried
+        assert msgspec.json.encode(handed) == bytes(env.data)
+        again = handed_observed(env.data)  # (handed over once: then decoded)
+        assert again == decoded and again is not handed
+        copy = handed_observed(msgspec.Raw(bytes(env.data)))
+        assert copy == decoded and copy is not handed
+
+
+def test_a_batch_is_stored_without_the_pods_stats_that_rode_along() -> None:
+    from ledgerlet_core.contracts.internal import NodesObserved
+    from ledgerlet_core.contracts.observed import stored_observed
+
+    d = collector(whole=False, memory=[[0, "100Mi"], [20, "7Gi"]])
+    (quiet,) = [e for e in d.tick(0, phase=1) if e.type == "NodesObserved"]
+    assert stored_observed(quiet.data) is None  # (nothing rode along: stored as it is)
+    (met,) = [e for e in d.tick(20, phase=1) if e.type == "NodesObserved"]
+    stored = stored_observed(met.data)
+    assert stored is not None
+    kept = msgspec.json.decode(stored, type=NodesObserved)
+    full = msgspec.json.decode(met.data, type=NodesObserved)
+    assert full.pods_of == [0] and full.pods
+    assert (kept.pods_of, kept.pods) == ([], [])
+    assert msgspec.structs.replace(full, pods_of=[], pods=[]) == kept

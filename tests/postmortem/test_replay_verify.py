@@ -99,3 +99,41 @@ def test_cli_exit_codes(recorded: str, capsys: object) -> None:
     asyncio.run(tamper())
     assert main(["replay", "--store", recorded, "--run", RUN, "--verify"]) == 1
     assert main(["replay", "--store", recorded, "--run", "no-such-run", "--verify"]) == 2
+
+
+async def test_stored_rows_are_compared_field_by_field(recorded: str) -> None:
+    """A full verification compares each stored row as it is (ledgerlet_store.rows.StoredRow);
+    a row that differs in any compared column is told by field, one that only spells the
+    same event otherwise (JSON spaced out) is not a mismatch."""
+    async with await open_store(recorded) as store:
+        evicted = (await store.read_by_type(["PodEvicted"], run=RUN))[0].envelope
+        taint = (await store.read_by_type(["NodeTaintAdded"], run=RUN))[0].envelope
+        status = (await store.read_by_type(["NodeStatusUpdated"], run=RUN))[0].envelope
+    assert await _update(recorded, events.c.event_id == evicted.id, causes="[]", pod="kube-system/other") == 1
+    order = ".".join(f"{i:010d}" for i in [*taint.order[:-1], taint.order[-1] + 1])
+    assert await _update(recorded, events.c.event_id == taint.id, order_key=order) == 1
+    spaced = json.dumps(json.loads(bytes(status.data)), indent=1)
+    assert await _update(recorded, events.c.event_id == status.id, data=spaced, causes=json.dumps(status.causes)) == 1
+    async with await open_store(recorded) as store:
+        mismatches = await verify_run(store, RUN)
+    assert [(m.kind, m.id, m.fields) for m in mismatches] == sorted(
+        [("changed", evicted.id, ("pod", "causes")), ("changed", taint.id, ("order",))],
+        key=lambda m: next(e.t for e in (evicted, taint) if e.id == m[1]),
+    )
+
+
+async def test_a_tampered_observation_in_a_stored_batch_is_told_by_its_own_id(recorded: str) -> None:
+    """A tick's observations are stored as one row: a value changed in it is the one
+    observation that differs, by its own id, not the whole tick."""
+    from ledgerlet_core.contracts.observed import OBSERVED_BATCH, observation_members
+
+    async with await open_store(recorded) as store:
+        rows = [s async for s in store.iter_run(RUN, members=False, kinds=["internal"])]
+    batch = next(s.envelope for s in rows if s.envelope.type == OBSERVED_BATCH and s.envelope.t > 0)
+    data = json.loads(bytes(batch.data))
+    data["memAvailable"][-1] -= 1
+    assert await _update(recorded, events.c.event_id == batch.id, data=json.dumps(data)) == 1
+    async with await open_store(recorded) as store:
+        mismatches = await verify_run(store, RUN)
+    last = observation_members(batch)[-1]
+    assert [(m.kind, m.type, m.id, m.fields) for m in mismatches] == [("changed", "NodeObserved", last.id, ("data",))]

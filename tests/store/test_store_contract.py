@@ -284,6 +284,14 @@ async def test_a_recorded_runs_reads_are_what_its_whole_history_says(store: SqlE
 
     decisions = [e for e in whole if e.kind == DECISION]
     assert ids(await store.read_run(RUN, kind=DECISION)) == [e.id for e in decisions]
+    # as rows (a verified replay's read): each the same as the event it holds, no other
+    kinds = (INTERNAL, DECISION)
+    held = [s.envelope async for s in store.iter_run(RUN, members=False, kinds=kinds)]
+    as_rows = [r async for r in store.iter_run_rows(RUN, kinds=kinds, batch=7)]
+    assert [r.envelope() for r in as_rows] == held and [r.id for r in as_rows] == [e.id for e in held]
+    assert all(r.same_as(e) for r, e in zip(as_rows, held, strict=True))
+    assert not any(r.same_as(e) for r, e in zip(as_rows, held[1:], strict=False))
+    assert sum(r.members() for r in as_rows) == sum(1 for e in whole if e.kind in kinds)
     assert ids([s async for s in store.iter_run(RUN, kinds=[DECISION])]) == [e.id for e in decisions]
     node = next(e.node for e in whole if e.pod == EVICTED and e.type == "PodEvicted")
     assert node is not None

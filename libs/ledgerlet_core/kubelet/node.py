@@ -96,11 +96,19 @@ class KubeletNode:
 
     def status_update(self) -> tuple[NodeStatusUpdated | None, list[dec.NodeTaintAdded], list[dec.NodeTaintRemoved]]:
         """Node status as the kubelet publishes it now, if it changed; then the taint changes."""
-        inputs = (self.node, self.config, dict(self.machine), self.state.conditions)
+        # (``machine`` is replaced whole when declared, never changed in place: kept as it
+        # is, not copied; asked on every node every 10 s, so compared field by field inline)
+        node, config, machine, conditions = self.node, self.config, self.machine, self.state.conditions
         last = self._status_inputs
-        if last is not None and all(a is b or a == b for a, b in zip(last, inputs, strict=True)):
+        if (
+            last is not None
+            and (last[0] is node or last[0] == node)
+            and (last[1] is config or last[1] == config)
+            and (last[2] is machine or last[2] == machine)
+            and (last[3] is conditions or last[3] == conditions)
+        ):
             return None, [], []  # (what it is worked out from is as it was: so is the status)
-        self._status_inputs = inputs
+        self._status_inputs = (node, config, machine, conditions)
         capacity = self.capacity()
         alloc = {k: str(v) for k, v in allocatable(capacity, self.config).items()}
         conditions = self.state.conditions

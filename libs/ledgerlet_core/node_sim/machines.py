@@ -389,8 +389,8 @@ class Machines:
         if together and self.one_by_one:
             self._observe_one_by_one(together, places, env, out)
         elif together:
-            for batch in self._observe_together(together, places, env, out.rank):
-                emit_batch(out, batch)
+            for batch, count in self._observe_together(together, places, env, out.rank):
+                emit_batch(out, batch, count)
                 yield
 
     def _observe_one_by_one(self, nodes: list[_Node], places: list[int], tick: Envelope, out: Emitter) -> None:
@@ -421,7 +421,9 @@ class Machines:
             )
             out.emit_batch(env, name, 1)  # (its place was taken already)
 
-    def _observe_together(self, nodes: list[_Node], places: list[int], tick: Envelope, rank: int) -> list[Envelope]:
+    def _observe_together(
+        self, nodes: list[_Node], places: list[int], tick: Envelope, rank: int
+    ) -> list[tuple[Envelope, int]]:
         """The derived observations of ``nodes`` at the tick, as batches (node_sim/observing.py)."""
         t = tick.t
         for node in nodes:

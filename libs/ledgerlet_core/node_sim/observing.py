@@ -28,7 +28,6 @@ from ledgerlet_core.contracts.observed import (
     OBSERVED_BATCH,
     encode_observed,
     member_ids,
-    observed_count,
 )
 from ledgerlet_core.kubelet.eviction.signal_columns import STAT_FIELDS, SignalColumns, grouped_met
 from ledgerlet_core.kubelet.eviction.thresholds import Threshold
@@ -211,13 +210,14 @@ def batches(
     *,
     time: str,
     whole: bool,
-) -> list[Envelope]:
+) -> list[tuple[Envelope, int]]:
     """The tick's observations of ``nodes`` (at their ``places``) as batches of at most
-    :data:`MAX_MEMBERS` members and :data:`MAX_POD_BYTES` of pods' stats; ``pods(i)``
-    gives member ``i``'s pods' stats (JSON) when they ride along."""
+    :data:`MAX_MEMBERS` members and :data:`MAX_POD_BYTES` of pods' stats, each with how
+    many members it carries; ``pods(i)`` gives member ``i``'s pods' stats (JSON) when
+    they ride along."""
     columns = {name: stats[name].tolist() for name in STAT_FIELDS}
     prefix = [*tick.order, rank]
-    out: list[Envelope] = []
+    out: list[tuple[Envelope, int]] = []
     start = 0
     while start < len(nodes):
         end, size = start, 0
@@ -230,7 +230,8 @@ def batches(
                 carried.append(msgspec.Raw(found))
                 size += len(found)
             end += 1
-        out.append(_batch(tick, prefix, nodes, places, columns, runtimes, start, end, pods_of, carried, time, whole))
+        batch = _batch(tick, prefix, nodes, places, columns, runtimes, start, end, pods_of, carried, time, whole)
+        out.append((batch, end - start))
         start = end
     return out
 
@@ -286,5 +287,7 @@ def _batch(
     )
 
 
-def emit_batch(out: Emitter, batch: Envelope) -> None:
-    out.emit_batch(batch, BATCH_KEY, observed_count(batch.data))
+def emit_batch(out: Emitter, batch: Envelope, count: int) -> None:
+    """Send a batch of ``count`` observations (as :func:`batches` made it: its count
+    known, not read back from its JSON)."""
+    out.emit_batch(batch, BATCH_KEY, count)

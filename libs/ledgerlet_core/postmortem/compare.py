@@ -12,7 +12,7 @@ import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.observed import OBSERVED_BATCH, expand_observed, observation_members, observed_count
@@ -73,6 +73,36 @@ def differing_fields(recorded: Envelope, derived: Envelope) -> tuple[str, ...]:
     return tuple(out)
 
 
+class RecordedRow(Protocol):
+    """A stored event as its row holds it, compared with what is derived again without
+    being made into an :class:`Envelope` first (a store's ``iter_run_rows``): only a row
+    that differs, or is left unpaired, is made one (:meth:`envelope`), to say how."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def t(self) -> int: ...
+
+    def same_as(self, derived: Envelope) -> bool:
+        """Whether ``derived`` is the event stored here, every compared field byte for byte."""
+        ...
+
+    def members(self) -> int:
+        """The stored events it stands for (a tick's observations: one each)."""
+        ...
+
+    def envelope(self) -> Envelope:
+        """The event as stored."""
+        ...
+
+
+Recorded = Envelope | RecordedRow
+
+
 def verify(recorded: Iterable[Envelope], derived: Mapping[str, Envelope]) -> list[Mismatch]:
     """Every recorded decision and internal event against its re-derivation, by id.
 
@@ -90,10 +120,10 @@ class Verifier:
     a time) and the derived ones (as the loops make them) are paired by id as soon as both
     are there, so only those still waiting for their pair are held, never a whole run.
     Inputs and how a run ended are not compared (what the re-derivation was fed, and what
-    drove it)."""
+    drove it). The recorded events may come as their rows (:class:`RecordedRow`)."""
 
     def __init__(self) -> None:
-        self._recorded: dict[str, Envelope] = {}
+        self._recorded: dict[str, Recorded] = {}
         self._derived: dict[str, Envelope] = {}
         #: ids paired already (an event derived or read again is not unpaired)
         self._paired: set[str] = set()
@@ -103,7 +133,7 @@ class Verifier:
         self.recorded_t = -1
         self.derived_t = -1
 
-    def recorded(self, envelopes: Iterable[Envelope]) -> None:
+    def recorded(self, envelopes: Iterable[Recorded]) -> None:
         for env in envelopes:
             if env.kind == INPUT or env.type == "RunEnded":
                 continue
@@ -129,8 +159,14 @@ class Verifier:
             else:
                 self._pair(recorded, env)
 
-    def _pair(self, recorded: Envelope, derived: Envelope) -> None:
-        self._paired.add(recorded.id)
+    def _pair(self, stored: Recorded, derived: Envelope) -> None:
+        self._paired.add(stored.id)
+        if not isinstance(stored, Envelope):
+            if stored.same_as(derived):  # (byte for byte: nothing decoded)
+                self.compared += stored.members()
+                return
+            stored = stored.envelope()  # (it differs: told field by field, as an envelope)
+        recorded = stored
         if recorded.type == OBSERVED_BATCH and derived.type == OBSERVED_BATCH:
             if bytes(recorded.data) == bytes(derived.data) and not differing_fields(recorded, derived):
                 self.compared += observed_count(recorded.data)
@@ -176,13 +212,14 @@ class Verifier:
         with a batch's members: unpaired batches are opened first."""
         batches = [e for e in (*self._recorded.values(), *self._derived.values()) if e.type == OBSERVED_BATCH]
         if batches:
-            recorded = list(self._recorded.values())
+            recorded = [_envelope(e) for e in self._recorded.values()]
             derived = list(self._derived.values())
             self._recorded.clear()
             self._derived.clear()
             self.recorded(expand_observed(recorded))
             self.derived(expand_observed(derived))
-        for env in self._recorded.values():
+        for rec in self._recorded.values():
+            env = _envelope(rec)  # (a row left unpaired: told as the event it holds)
             self.mismatches.append(Mismatch("missing", env.id, env.type, env.t, env.node, env.pod, recorded=env))
         for env in self._derived.values():
             self.mismatches.append(Mismatch("unexpected", env.id, env.type, env.t, env.node, env.pod, derived=env))
@@ -190,6 +227,10 @@ class Verifier:
         self._derived.clear()
         self.mismatches.sort(key=_mismatch_order)
         return self.mismatches
+
+
+def _envelope(recorded: Recorded) -> Envelope:
+    return recorded if isinstance(recorded, Envelope) else recorded.envelope()
 
 
 def _mismatch_order(m: Mismatch) -> tuple[int, tuple[int, ...], str]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,7 @@ from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.postmortem.compare import (
     DecisionDiff,
     Mismatch,
+    Recorded,
     Verifier,
     decision_diff,
     quiet_nodes,
@@ -43,6 +44,7 @@ from ledgerlet_core.scheduling.config import SchedulerConfig, config_errors
 from ledgerlet_services.runtime.embedded import ServiceFailed, record_outcome, run_feed
 from ledgerlet_services.runtime.recorder import DEFAULT_STORE_WAIT
 from ledgerlet_services.runtime.run_binding import observations_stored_whole
+from ledgerlet_store.contract import StoredEvent
 from ledgerlet_store.runs import RunState, UnknownRun, pick_run, run_states
 from ledgerlet_store.sql_store import SqlEventStore
 
@@ -197,8 +199,15 @@ class VerifyingSink(DecisionsSink):
                 # stored in batches are read with them and left out as they come)
                 only = ([OBSERVED], others)
                 self.read = self.left_out = sum(types_by_node.get(n, {}).get(OBSERVED, 0) for n in quiet_nodes)
-        # (a tick's observations whole, as they are derived again: compared as one)
-        self._stored = store.iter_run(run, batch=page, kinds=(INTERNAL, DECISION), types_only_of=only, members=False)
+        # (a tick's observations whole, as they are derived again: compared as one; in a full
+        # verification each stored event as its row, made an envelope only if it differs)
+        self._stored: AsyncIterator[Recorded]
+        if quiet_nodes:
+            self._stored = _envelopes(
+                store.iter_run(run, batch=page, kinds=(INTERNAL, DECISION), types_only_of=only, members=False)
+            )
+        else:
+            self._stored = store.iter_run_rows(run, batch=page, kinds=(INTERNAL, DECISION))
         self._page = page
         self._done = False
 
@@ -210,19 +219,20 @@ class VerifyingSink(DecisionsSink):
         return new
 
     async def _read(self, count: int) -> None:
-        got: list[Envelope] = []
+        got: list[Recorded] = []
         async for stored in self._stored:
-            got.append(stored.envelope)
+            got.append(stored)
             if len(got) >= count:
                 break
         else:
             self._done = True
-        count = sum(observed_count(e.data) if e.type == OBSERVED_BATCH else 1 for e in got)
+        count = sum(_members(e) for e in got)
         self.read += count
         if self.quiet:
-            kept = self._comparable(got)
+            kept = self._comparable([e for e in got if isinstance(e, Envelope)])
             self.left_out += count - len(kept)
-            got = kept
+            self.verifier.recorded(kept)
+            return
         self.verifier.recorded(got)
 
     def _comparable(self, envelopes: Sequence[Envelope]) -> list[Envelope]:
@@ -246,6 +256,18 @@ class VerifyingSink(DecisionsSink):
         while not self._done:
             await self._read(self._page)
         return self.verifier.finish()
+
+
+async def _envelopes(stored: AsyncIterator[StoredEvent]) -> AsyncIterator[Recorded]:
+    async for e in stored:
+        yield e.envelope
+
+
+def _members(e: Recorded) -> int:
+    """The stored events ``e`` stands for (a tick's observations: one each)."""
+    if not isinstance(e, Envelope):
+        return e.members()
+    return observed_count(e.data) if e.type == OBSERVED_BATCH else 1
 
 
 async def rederive(

@@ -22,7 +22,7 @@ from ledgerlet_core.contracts.internal import (
     PodDeletionRequested,
     decode_lazy_observation,
 )
-from ledgerlet_core.contracts.observed import decode_observed
+from ledgerlet_core.contracts.observed import handed_observed
 from ledgerlet_core.contracts.order import ORDER_BY_NODE
 from ledgerlet_core.contracts.topics import CLOCK, DECISIONS, INPUTS, OBSERVATIONS
 from ledgerlet_core.kubelet.kubelet import Kubelet, StopDeleted, StopPreempted
@@ -147,7 +147,7 @@ class EvictionManager(Loop):
         if env.node in self.kubelet.nodes:
             self.kubelet.observed(data, out)
 
-    @on(NodesObserved, decode=decode_observed)
+    @on(NodesObserved, decode=handed_observed)
     def _observed_together(self, env: Envelope, data: NodesObserved, out: Emitter) -> None:
         """A tick's observations: quiet passes over whole columns, the rest one by one."""
         self.kubelet.observed_together(data, out)

@@ -12,7 +12,7 @@ available (``helpers.go: thresholdsMet``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Final
 
 import numpy as np
@@ -52,56 +52,129 @@ STAT_FIELDS: Final = (
 
 
 class SignalColumns:
-    """Per signal: what is available, of what capacity, and where the signal is there at all."""
+    """Per signal: what is available, of what capacity, and where the signal is there at all.
+
+    Each signal's columns are worked out when a threshold first asks for them, and each
+    stat column is made an array only then: a tick's batch is tested twice (the
+    collector's pods-or-not, the kubelet's quiet passes) against the few signals its
+    nodes have thresholds on, and making all nine, of all sixteen columns, each time was
+    a tenth of a replay."""
 
     @classmethod
     def of(cls, batch: NodesObserved) -> SignalColumns:
-        return cls({name: np.array(getattr(batch, name), dtype=np.int64) for name in STAT_FIELDS})
+        return cls(_BatchColumns(batch))
 
     def __init__(self, stats: Mapping[str, Ints]) -> None:
-        """``stats``: :data:`STAT_FIELDS` as arrays, a member per entry."""
-        n = len(stats["mem_available"])
-        self.size = n
-        mem_available, mem_ws = stats["mem_available"], stats["mem_working_set"]
-        pods_available, pods_ws = stats["pods_available"], stats["pods_working_set"]
-        fs_cap, fs_used = stats["fs_capacity"], stats["fs_used"]
-        fs_inodes, fs_iused = stats["fs_inodes"], stats["fs_inodes_used"]
-        mode = stats["fs_mode"]
-        img_cap, img_used = stats["img_capacity"], stats["img_used"]
-        img_inodes, img_iused = stats["img_inodes"], stats["img_inodes_used"]
-        max_pid, cur_proc = stats["max_pid"], stats["cur_proc"]
-        everywhere = np.ones(n, dtype=np.bool_)
-        nodefs = (np.maximum(fs_cap - fs_used, 0), fs_cap)
-        nodefs_inodes = (np.maximum(fs_inodes - fs_iused, 0), fs_inodes)
-        own = mode != FS_SINGLE
-        imagefs = (
-            np.where(own, np.maximum(img_cap - img_used, 0), nodefs[0]),
-            np.where(own, img_cap, fs_cap),
-        )
-        imagefs_inodes = (
-            np.where(own, np.maximum(img_inodes - img_iused, 0), nodefs_inodes[0]),
-            np.where(own, img_inodes, fs_inodes),
-        )
-        dedicated = mode == FS_DEDICATED
-        self.columns: dict[Signal, tuple[Ints, Ints, Bools]] = {
-            Signal.MEMORY_AVAILABLE: (mem_available, mem_available + mem_ws, everywhere),
-            Signal.ALLOCATABLE_MEMORY_AVAILABLE: (pods_available, pods_available + pods_ws, pods_available >= 0),
-            Signal.NODEFS_AVAILABLE: (*nodefs, everywhere),
-            Signal.NODEFS_INODES_FREE: (*nodefs_inodes, everywhere),
-            Signal.IMAGEFS_AVAILABLE: (*imagefs, everywhere),
-            Signal.IMAGEFS_INODES_FREE: (*imagefs_inodes, everywhere),
-            Signal.CONTAINERFS_AVAILABLE: (
-                np.where(dedicated, imagefs[0], nodefs[0]),
-                np.where(dedicated, imagefs[1], fs_cap),
-                everywhere,
-            ),
-            Signal.CONTAINERFS_INODES_FREE: (
-                np.where(dedicated, imagefs_inodes[0], nodefs_inodes[0]),
-                np.where(dedicated, imagefs_inodes[1], fs_inodes),
-                everywhere,
-            ),
-            Signal.PID_AVAILABLE: (max_pid - cur_proc, max_pid, everywhere),
-        }
+        """``stats``: :data:`STAT_FIELDS` as arrays, a member per entry (read as asked)."""
+        self._stats = stats
+        self.size = len(stats["mem_available"])
+        self._made: dict[Signal, tuple[Ints, Ints, Bools]] = {}
+        self._everywhere: Bools | None = None
+
+    def column(self, signal: Signal) -> tuple[Ints, Ints, Bools] | None:
+        """``(available, capacity, present)`` of ``signal`` for every member (None: a
+        signal the observations do not give)."""
+        found = self._made.get(signal)
+        if found is None:
+            make = _MAKERS.get(signal)
+            if make is None:
+                return None
+            found = self._made[signal] = make(self)
+        return found
+
+    def _col(self, name: str) -> Ints:
+        return self._stats[name]
+
+    @property
+    def _all(self) -> Bools:
+        if self._everywhere is None:
+            self._everywhere = np.ones(self.size, dtype=np.bool_)
+        return self._everywhere
+
+    def _memory(self) -> tuple[Ints, Ints, Bools]:
+        available = self._col("mem_available")
+        return available, available + self._col("mem_working_set"), self._all
+
+    def _allocatable_memory(self) -> tuple[Ints, Ints, Bools]:
+        available = self._col("pods_available")
+        return available, available + self._col("pods_working_set"), available >= 0
+
+    def _nodefs(self) -> tuple[Ints, Ints, Bools]:
+        capacity = self._col("fs_capacity")
+        return np.maximum(capacity - self._col("fs_used"), 0), capacity, self._all
+
+    def _nodefs_inodes(self) -> tuple[Ints, Ints, Bools]:
+        inodes = self._col("fs_inodes")
+        return np.maximum(inodes - self._col("fs_inodes_used"), 0), inodes, self._all
+
+    def _imagefs(self) -> tuple[Ints, Ints, Bools]:
+        nodefs = self._made_of(Signal.NODEFS_AVAILABLE)
+        own = self._col("fs_mode") != FS_SINGLE
+        capacity = self._col("img_capacity")
+        available = np.maximum(capacity - self._col("img_used"), 0)
+        return np.where(own, available, nodefs[0]), np.where(own, capacity, nodefs[1]), self._all
+
+    def _imagefs_inodes(self) -> tuple[Ints, Ints, Bools]:
+        nodefs = self._made_of(Signal.NODEFS_INODES_FREE)
+        own = self._col("fs_mode") != FS_SINGLE
+        inodes = self._col("img_inodes")
+        free = np.maximum(inodes - self._col("img_inodes_used"), 0)
+        return np.where(own, free, nodefs[0]), np.where(own, inodes, nodefs[1]), self._all
+
+    def _containerfs(self) -> tuple[Ints, Ints, Bools]:
+        nodefs, imagefs = self._made_of(Signal.NODEFS_AVAILABLE), self._made_of(Signal.IMAGEFS_AVAILABLE)
+        dedicated = self._col("fs_mode") == FS_DEDICATED
+        return np.where(dedicated, imagefs[0], nodefs[0]), np.where(dedicated, imagefs[1], nodefs[1]), self._all
+
+    def _containerfs_inodes(self) -> tuple[Ints, Ints, Bools]:
+        nodefs, imagefs = self._made_of(Signal.NODEFS_INODES_FREE), self._made_of(Signal.IMAGEFS_INODES_FREE)
+        dedicated = self._col("fs_mode") == FS_DEDICATED
+        return np.where(dedicated, imagefs[0], nodefs[0]), np.where(dedicated, imagefs[1], nodefs[1]), self._all
+
+    def _pid(self) -> tuple[Ints, Ints, Bools]:
+        max_pid = self._col("max_pid")
+        return max_pid - self._col("cur_proc"), max_pid, self._all
+
+    def _made_of(self, signal: Signal) -> tuple[Ints, Ints, Bools]:
+        found = self.column(signal)
+        assert found is not None
+        return found
+
+
+#: how each signal's columns are made
+_MAKERS: Final[dict[Signal, Callable[[SignalColumns], tuple[Ints, Ints, Bools]]]] = {
+    Signal.MEMORY_AVAILABLE: SignalColumns._memory,
+    Signal.ALLOCATABLE_MEMORY_AVAILABLE: SignalColumns._allocatable_memory,
+    Signal.NODEFS_AVAILABLE: SignalColumns._nodefs,
+    Signal.NODEFS_INODES_FREE: SignalColumns._nodefs_inodes,
+    Signal.IMAGEFS_AVAILABLE: SignalColumns._imagefs,
+    Signal.IMAGEFS_INODES_FREE: SignalColumns._imagefs_inodes,
+    Signal.CONTAINERFS_AVAILABLE: SignalColumns._containerfs,
+    Signal.CONTAINERFS_INODES_FREE: SignalColumns._containerfs_inodes,
+    Signal.PID_AVAILABLE: SignalColumns._pid,
+}
+
+
+class _BatchColumns(Mapping[str, Ints]):
+    """A batch's stat columns as arrays, each made when first read."""
+
+    def __init__(self, batch: NodesObserved) -> None:
+        self._batch = batch
+        self._arrays: dict[str, Ints] = {}
+
+    def __getitem__(self, name: str) -> Ints:
+        found = self._arrays.get(name)
+        if found is None:
+            if name not in STAT_FIELDS:
+                raise KeyError(name)
+            found = self._arrays[name] = np.array(getattr(self._batch, name), dtype=np.int64)
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(STAT_FIELDS)
+
+    def __len__(self) -> int:
+        return len(STAT_FIELDS)
 
 
 def _level(value: ThresholdValue, capacity: Ints) -> tuple[int, Ints | None]:
@@ -119,7 +192,7 @@ def met_any(
     reclaimed)."""
     met = np.zeros(len(rows), dtype=np.bool_)
     for t in thresholds:
-        found = columns.columns.get(t.signal)
+        found = columns.column(t.signal)
         if found is None:
             continue
         available, capacity, present = found[0][rows], found[1][rows], found[2][rows]
