@@ -10,7 +10,6 @@ from typing import Any
 from rich.console import Console
 
 from ledgerlet_bus.api import BusTimeout
-from ledgerlet_services.app.cli_postmortem import address_error
 from ledgerlet_services.app.commands.common import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -23,6 +22,7 @@ from ledgerlet_services.app.commands.common import (
     run_id_error,
     write_decisions,
 )
+from ledgerlet_services.app.commands.stored import address_error
 from ledgerlet_services.app.messages import error, warning
 from ledgerlet_services.app.report_console import virtual_time_progress
 from ledgerlet_services.runtime.catalog import parse_members

@@ -15,7 +15,6 @@ from rich.console import Console
 
 from ledgerlet_core.contracts.internal import RUN_FAILED
 from ledgerlet_core.scenario.load import Scenario
-from ledgerlet_services.app.cli_postmortem import address_error, open_failure, store_reason
 from ledgerlet_services.app.commands.common import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -30,6 +29,7 @@ from ledgerlet_services.app.commands.common import (
     stopped_by_signals,
     write_decisions,
 )
+from ledgerlet_services.app.commands.stored import address_error, open_failure, store_reason
 from ledgerlet_services.app.messages import error, warning
 from ledgerlet_services.app.report_console import virtual_time_progress
 from ledgerlet_services.runtime.embedded import RunResult, ServiceFailed, new_run_id, record_outcome, run_embedded

@@ -13,13 +13,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from ledgerlet_core.loop.membership import Membership, group_of
-from ledgerlet_services.app.cli_postmortem import address_error
 from ledgerlet_services.app.commands.common import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
     EXIT_OK,
     bus_and_store_options,
 )
+from ledgerlet_services.app.commands.stored import address_error
 from ledgerlet_services.app.messages import error
 from ledgerlet_services.runtime.catalog import AUDIT_API, control_loop, service_names
 from ledgerlet_services.runtime.health import DEFAULT_MAX_AGE, Heartbeat, health_file, is_healthy
