@@ -48,7 +48,7 @@ class Watch:
         if self.q.namespace and meta.get("namespace") != self.q.namespace:
             return False
         fields = selector_fields(self.asked.target.resource.kind, obj)
-        return self.q.labels.matches(meta.get("labels")) and self.q.fields.matches(fields)
+        return self.q.labels.matches(meta.get("labels") or {}) and self.q.fields.matches(fields)
 
     def event(self, kind: str, obj: dict[str, Any], at: Instant) -> bytes:
         out: dict[str, Any] = obj
