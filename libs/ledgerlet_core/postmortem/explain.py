@@ -14,10 +14,13 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
+from ledgerlet_core.contracts import decisions as dec
+from ledgerlet_core.contracts import inputs as inp
+from ledgerlet_core.contracts import internal
 from ledgerlet_core.contracts.envelope import Envelope
-from ledgerlet_core.contracts.registry import DECISION
+from ledgerlet_core.contracts.registry import DECISION, decode_data
 from ledgerlet_core.kubelet.eviction.manager import IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS
 from ledgerlet_core.kubelet.eviction.thresholds import Threshold
 from ledgerlet_core.model.duration import SECOND
@@ -394,46 +397,71 @@ def _other_verdict(
 
 
 def _pod_step(e: Envelope) -> str | None:
-    d = _data(e)
-    if e.type == "ObjectApplied":
-        spec = (d.get("object") or {}).get("spec") or {}
-        where = f"on {spec['nodeName']}" if spec.get("nodeName") else "pending"
-        return f"{'in the starting objects' if d.get('initial') else 'applied'}, {where}"
-    if e.type == "ObjectCreated":
-        return f"created by {d.get('owner') or 'a controller'}"
-    if e.type == "PodAdmitted":
-        return f"admitted: priority {d.get('priority')}, QoS {d.get('qosClass')}"
-    if e.type == "PodStarted":
-        return f"started on {d.get('node')}"
+    """One line of the pod's story, read from the event's contract model (``registry``):
+    a field renamed in ``contracts/`` is a type error here, not a ``None`` in the text."""
     if e.type == "PodScheduled":
         return f"scheduled to {e.node}"
-    if e.type == "PodEvicted":
-        return f"evicted for {d.get('signal')} ({d.get('threshold')}), grace {d.get('gracePeriodSeconds')} s"
-    if e.type == "PodTerminated":
-        grace = d.get("gracePeriodSeconds")
-        return f"exited ({d.get('reason')}), told to stop at {d.get('killedAt')}s with grace {grace} s"
-    if e.type == "PodReplaced":
-        return f"replaced by {d.get('replacement')} ({d.get('owner')})"
-    if e.type == "OOMKilled":
-        return f"container {d.get('container')} OOM-killed (oom_score_adj {d.get('oomScoreAdj')})"
     if e.type in ("PodRejected", "PodForceDeleted", "PodPreempted", "PodNominated", "PodUnschedulable"):
+        d = _data(e)  # (every field as stored, by its wire name)
         return ", ".join(f"{k} {v}" for k, v in d.items() if isinstance(v, str | int | float))[:200]
-    if e.type == "ObjectDeleted":
-        return "deleted" + (" (force)" if d.get("force") else "")
+    if e.type not in _TYPED_POD_STEPS:
+        return None
+    match decode_data(e):
+        case inp.ObjectApplied() as a:
+            spec = (a.object or {}).get("spec") or {}
+            where = f"on {spec['nodeName']}" if spec.get("nodeName") else "pending"
+            return f"{'in the starting objects' if a.initial else 'applied'}, {where}"
+        case internal.ObjectCreated() as c:
+            return f"created by {c.owner or 'a controller'}"
+        case dec.PodAdmitted() as a:
+            return f"admitted: priority {a.priority}, QoS {a.qos_class}"
+        case internal.PodStarted() as s:
+            return f"started on {s.node}"
+        case dec.PodEvicted() as v:
+            return f"evicted for {v.signal} ({v.threshold}), grace {v.grace_period_seconds} s"
+        case dec.PodTerminated() as t:
+            grace = t.grace_period_seconds
+            return f"exited ({t.reason}), told to stop at {t.killed_at}s with grace {grace} s"
+        case dec.PodReplaced() as r:
+            return f"replaced by {r.replacement} ({r.owner})"
+        case dec.OOMKilled() as o:
+            return f"container {o.container} OOM-killed (oom_score_adj {o.oom_score_adj})"
+        case inp.ObjectDeleted() as deleted:
+            return "deleted" + (" (force)" if deleted.force else "")
     return None
 
 
+#: the pod events whose line is read from their model
+_TYPED_POD_STEPS: Final = frozenset(
+    {
+        "ObjectApplied",
+        "ObjectCreated",
+        "PodAdmitted",
+        "PodStarted",
+        "PodEvicted",
+        "PodTerminated",
+        "PodReplaced",
+        "OOMKilled",
+        "ObjectDeleted",
+    }
+)
+
+
 def _node_step(e: Envelope) -> str:
+    """One line of the node's story (``NODE_CONTEXT``), read from the event's contract model."""
+    match decode_data(e):
+        case dec.NodeConditionChanged() as c:
+            because = f" ({', '.join(c.thresholds)})" if c.thresholds else ""
+            return f"{c.condition}={c.status}: {c.reason}{because}"
+        case dec.NodeReclaimed() as r:
+            return f"{r.action} for {r.signal}: freed {human_bytes(r.bytes_freed)}"
+        case dec.ImageGarbageCollected() as g:
+            return (
+                f"image GC at {g.usage_percent}% used (high {g.high_threshold_percent}%, low "
+                f"{g.low_threshold_percent}%): {human_bytes(g.bytes_to_free)} to free, "
+                f"{human_bytes(g.bytes_freed)} freed"
+            )
+        case dec.NodeTaintAdded() | dec.NodeTaintRemoved() as taint:
+            return f"{taint.key}:{taint.effect}"
     d = _data(e)
-    if e.type == "NodeConditionChanged":
-        because = f" ({', '.join(d['thresholds'])})" if d.get("thresholds") else ""
-        return f"{d.get('condition')}={d.get('status')}: {d.get('reason')}{because}"
-    if e.type == "NodeReclaimed":
-        return f"{d.get('action')} for {d.get('signal')}: freed {human_bytes(d.get('bytesFreed', 0))}"
-    if e.type == "ImageGarbageCollected":
-        return (
-            f"image GC at {d.get('usagePercent')}% used (high {d.get('highThresholdPercent')}%, low "
-            f"{d.get('lowThresholdPercent')}%): {human_bytes(d.get('bytesToFree', 0))} to free, "
-            f"{human_bytes(d.get('bytesFreed', 0))} freed"
-        )
     return f"{d.get('key')}:{d.get('effect')}"
