@@ -363,28 +363,40 @@ def _shutdown_kill(pod: str, plans: dict[str, dict[str, Any]]) -> tuple[dict[str
 def _other_verdict(
     pod: str, end: Envelope, data: dict[str, Any], when: Any, cited: dict[str, dict[str, Any]] | None = None
 ) -> tuple[str, str]:
+    """The verdict of every ending but an eviction, read from the ending's contract model."""
     at = f"at {end.t / SECOND:g}s ({when(end.t)})"
+    match decode_data(end):
+        case dec.OOMKilled() as o:
+            sized = f" using {human_bytes(o.usage)} of {human_bytes(o.limit)}" if o.usage and o.limit else ""
+            verdict = (
+                f"Container {o.container} of {pod} was OOM-killed on {end.node} {at}{sized} "
+                f"({o.scope or 'memory'} limit; oom_score {o.oom_score or '?'}, "  # (0 is never stored)
+                f"oom_score_adj {o.oom_score_adj})."
+            )
+            if o.restart_at is not None:
+                verdict += f" It restarts at {o.restart_at:g}s."
+            return verdict, "none: the kernel kills with SIGKILL"
+        case dec.PodPreempted() as p:
+            return (
+                f"{pod} was preempted on {end.node} {at} to make room for {p.preemptor}.",
+                f"{p.grace_period_seconds} s",
+            )
+        case dec.PodRejected() as r:
+            return f"{pod} was rejected {at}: {r.reason}: {r.message}", ""
+        case dec.PodForceDeleted() as f:
+            return f"{pod} was force-deleted {at}: {f.reason}.", "0 s (forced)"
+        case dec.PodTerminated() as t:
+            return _terminated_verdict(pod, end, t, at, cited)
     grace = f"{data['gracePeriodSeconds']} s" if "gracePeriodSeconds" in data else ""
-    if end.type == "OOMKilled":
-        usage, limit = data.get("usage"), data.get("limit")
-        sized = f" using {human_bytes(usage)} of {human_bytes(limit)}" if usage and limit else ""
-        verdict = (
-            f"Container {data.get('container')} of {pod} was OOM-killed on {end.node} {at}{sized} "
-            f"({data.get('scope') or 'memory'} limit; oom_score {data.get('oomScore', '?')}, "
-            f"oom_score_adj {data.get('oomScoreAdj')})."
-        )
-        if data.get("restartAt") is not None:
-            verdict += f" It restarts at {data['restartAt']:g}s."
-        return verdict, "none: the kernel kills with SIGKILL"
-    if end.type == "PodPreempted":
-        return f"{pod} was preempted on {end.node} {at} to make room for {data.get('preemptor')}.", grace
-    if end.type == "PodRejected":
-        return f"{pod} was rejected {at}: {data.get('reason')}: {data.get('message')}", ""
-    if end.type == "PodForceDeleted":
-        return f"{pod} was force-deleted {at}: {data.get('reason')}.", "0 s (forced)"
-    reason = data.get("reason", "?")
-    verdict = f"{pod} was terminated on {end.node} {at} ({reason})."
-    found = _shutdown_kill(pod, cited or {}) if reason == "NodeShutdown" else None
+    return f"{pod} was terminated on {end.node} {at} ({data.get('reason', '?')}).", grace
+
+
+def _terminated_verdict(
+    pod: str, end: Envelope, t: dec.PodTerminated, at: str, cited: dict[str, dict[str, Any]] | None
+) -> tuple[str, str]:
+    grace = f"{t.grace_period_seconds} s"
+    verdict = f"{pod} was terminated on {end.node} {at} ({t.reason})."
+    found = _shutdown_kill(pod, cited or {}) if t.reason == "NodeShutdown" else None
     if found is not None:
         group, kill = found
         verdict += f" The graceful shutdown killed it in the group of priority {group.get('priority')}"
