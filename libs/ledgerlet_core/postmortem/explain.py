@@ -244,7 +244,7 @@ def verdict(
     what ``explain`` opens with and the report's first section lists. ``cited`` holds the
     node decisions the ending follows from (a shutdown's plan)."""
     if end.type == "PodEvicted":
-        return _eviction_verdict(pod, end, data, ranking_rows(data, pod), when)
+        return _eviction_verdict(pod, end, ranking_rows(data, pod), when)
     return _other_verdict(pod, end, data, when, cited)
 
 
@@ -293,17 +293,16 @@ def ranking_rows(data: dict[str, Any], pod: str) -> list[dict[str, Any]]:
     return out
 
 
-def _eviction_verdict(
-    pod: str, end: Envelope, data: dict[str, Any], ranking: list[dict[str, Any]], when: Any
-) -> tuple[str, str]:
-    signal = data.get("signal", "?")
-    unit = "bytes" if data.get("resource") in ("memory", "ephemeral-storage") else "count"
-    observed = data.get("observed")
-    quantity = data.get("thresholdQuantity")
-    met: dict[str, Any] = next(
-        (m for m in data.get("thresholdsMet") or [] if m.get("threshold") == data.get("threshold")), {}
-    )
-    hard = bool(met.get("hard", data.get("gracePeriodSeconds") == IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS))
+def _eviction_verdict(pod: str, end: Envelope, ranking: list[dict[str, Any]], when: Any) -> tuple[str, str]:
+    """Which threshold, how far the signal fell, where the pod ranked and why: read from the
+    eviction's contract model (the ranking rows are the stored ones, as the API shows them)."""
+    e = decode_data(end)
+    if not isinstance(e, dec.PodEvicted):
+        raise TypeError(f"{end.type} is not an eviction")
+    unit = "bytes" if e.resource in ("memory", "ephemeral-storage") else "count"
+    quantity = e.threshold_quantity or None  # (0 is never stored: no level to show)
+    met = next((m for m in e.thresholds_met if m.threshold == e.threshold), None)
+    hard = met.hard if met is not None else e.grace_period_seconds == IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS
     place = next((r for r in ranking if r.get("this")), None)
     why_first = ""
     if place is not None:
@@ -315,7 +314,7 @@ def _eviction_verdict(
             reasons.append(f"usage {place['usageText']}")
         why_first = f" It ranked {ordinal(place['position'])} of {len(ranking)} ({', '.join(reasons)})."
         above = [r["pod"] for r in ranking[: place["position"] - 1]]
-        skipped = set(data.get("skippedCritical") or [])
+        skipped = set(e.skipped_critical)
         if above:
             critical = [p for p in above if p in skipped or any(r.get("critical") for r in ranking if r["pod"] == p)]
             why_first += (
@@ -328,13 +327,13 @@ def _eviction_verdict(
                 )
                 + "."
             )
-    level = f" ({show(quantity, unit)})" if isinstance(quantity, int | float) else ""
-    seen = f" fell to {show(observed, unit)}," if isinstance(observed, int | float) else ""
+    level = f" ({show(quantity, unit)})" if quantity is not None else ""
+    seen = f" fell to {show(e.observed, unit)},"
     verdict = (
-        f"{pod} was evicted from {end.node} at {end.t / SECOND:g}s ({when(end.t)}): {signal}{seen} below the "
-        f"{'hard' if hard else 'soft'} threshold {data.get('threshold')}{level}.{why_first}"
+        f"{pod} was evicted from {end.node} at {end.t / SECOND:g}s ({when(end.t)}): {e.signal}{seen} below the "
+        f"{'hard' if hard else 'soft'} threshold {e.threshold}{level}.{why_first}"
     )
-    grace_s = data.get("gracePeriodSeconds")
+    grace_s = e.grace_period_seconds
     if hard:
         grace = (
             f"{grace_s} s: a hard threshold evicts at once, with the kubelet's immediate grace period "
@@ -344,7 +343,7 @@ def _eviction_verdict(
     else:
         grace = (
             f"{grace_s} s: a soft threshold, held for its grace period "
-            f"({met.get('gracePeriodSeconds', '?')} s), then evicted with the smaller of "
+            f"({met.grace_period_seconds if met is not None else '?'} s), then evicted with the smaller of "
             "evictionMaxPodGracePeriod and the pod's terminationGracePeriodSeconds."
         )
     return verdict, grace
