@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from ledgerlet_core.apiserver.priority import AdmissionError
+from ledgerlet_core.model.k8s.keys import object_key
 from ledgerlet_core.model.k8s.objects import Pod, ResourceQuota, ScopedResourceSelectorRequirement
 from ledgerlet_core.model.k8s.resources import pod_limits, pod_requests, resource_format
 from ledgerlet_core.model.quantity import NANO, Quantity
@@ -85,7 +86,7 @@ def check_quota(
         return None
     usage = pod_usage(pod)
     for quota in matching:
-        key = f"{quota.metadata.namespace or 'default'}/{quota.metadata.name}"
+        key = object_key(quota.metadata.namespace, quota.metadata.name)
         now = used.get(key, {})
         over = sorted(
             name

@@ -24,6 +24,7 @@ from ledgerlet_core.apiserver.admission import (
 from ledgerlet_core.apiserver.priority import known_classes
 from ledgerlet_core.apiserver.quota import check_quota, pod_usage, quota_matches
 from ledgerlet_core.contracts import decisions as dec
+from ledgerlet_core.model.k8s.keys import object_key
 from ledgerlet_core.model.k8s.objects import Pod, PriorityClass, ResourceQuota, RuntimeClass
 from ledgerlet_core.model.k8s.priority import system_priority_classes
 
@@ -67,7 +68,7 @@ class ApiServer:
         self.runtime_classes[rc.metadata.name] = rc
 
     def quota_applied(self, quota: ResourceQuota) -> None:
-        key = f"{quota.metadata.namespace or 'default'}/{quota.metadata.name}"
+        key = object_key(quota.metadata.namespace, quota.metadata.name)
         self.quotas[key] = quota
         self.quota_used.setdefault(key, {})
 
@@ -85,7 +86,7 @@ class ApiServer:
         elif kind == "RuntimeClass":
             gone = self.runtime_classes.pop(name, None) is not None
         elif kind == "ResourceQuota":
-            key = f"{namespace or 'default'}/{name}"
+            key = object_key(namespace, name)
             gone = self.quotas.pop(key, None) is not None
             self.quota_used.pop(key, None)
         else:

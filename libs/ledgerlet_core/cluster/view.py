@@ -35,6 +35,7 @@ from ledgerlet_core.contracts.internal import ObjectCreated, PodStarted
 from ledgerlet_core.contracts.order import ORDER_SCHEMES
 from ledgerlet_core.kubelet.config import KubeletConfig
 from ledgerlet_core.model.codec import convert
+from ledgerlet_core.model.k8s.keys import object_key
 from ledgerlet_core.model.k8s.objects import Node, PersistentVolume, PersistentVolumeClaim, Pod, Taint
 from ledgerlet_core.model.timefmt import EPOCH, parse_rfc3339
 from ledgerlet_core.model.usage import NodeUsage, parse_node_usage
@@ -193,7 +194,7 @@ class ClusterView:
                 self.pods.pop(env.pod or "", None)
         elif isinstance(data, inp.ObjectDeleted):
             if data.kind == "Pod":
-                key = f"{data.namespace or 'default'}/{data.name}"
+                key = object_key(data.namespace, data.name)
                 pod = self.pods.get(key)
                 if pod is not None and not pod.spec.node_name:
                     del self.pods[key]  # never bound: gone at once
@@ -243,11 +244,11 @@ class ClusterView:
                 self.attachable.add(pv.metadata.name)
             ref = pv.spec.claim_ref or {}
             if ref.get("name"):
-                self.claims.setdefault(f"{ref.get('namespace') or 'default'}/{ref['name']}", pv.metadata.name)
+                self.claims.setdefault(object_key(ref.get("namespace"), ref["name"]), pv.metadata.name)
         elif kind == "PersistentVolumeClaim":
             pvc = convert(data.as_dict(), PersistentVolumeClaim)
             if pvc.spec.volume_name:
-                self.claims[f"{pvc.metadata.namespace or 'default'}/{pvc.metadata.name}"] = pvc.spec.volume_name
+                self.claims[object_key(pvc.metadata.namespace, pvc.metadata.name)] = pvc.spec.volume_name
 
     def _taints(
         self, env: Envelope, data: dec.NodeTaintAdded | dec.NodeTaintRemoved | inp.NodeTainted | inp.NodeUntainted

@@ -44,6 +44,7 @@ from ledgerlet_core.loop.timers import Timers
 from ledgerlet_core.model.annotations import WORKLOAD_ANNOTATION
 from ledgerlet_core.model.codec import object_builtins
 from ledgerlet_core.model.duration import SECOND
+from ledgerlet_core.model.k8s.keys import object_key
 from ledgerlet_core.model.k8s.objects import Node, Pod, Taint, Workload
 
 #: how long a controller waits before replacing a pod its kubelet refused (see :meth:`rejected_by_kubelet`)
@@ -337,7 +338,7 @@ class WorkloadControllers:
     def _taken(self, w: Workload, name: str) -> bool:
         """A generated name some pod already has (upstream: the create fails AlreadyExists
         and the next sync draws another name; here the next one is drawn at once)."""
-        key = f"{w.metadata.namespace or 'default'}/{name}"
+        key = object_key(w.metadata.namespace, name)
         return key in self.pods or self._exists(key)
 
     def _create(self, owner: _Owner, key: str, name: str, now: int, out: Emitter, *, node: str = "") -> None:

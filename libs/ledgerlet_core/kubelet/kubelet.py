@@ -42,6 +42,7 @@ from ledgerlet_core.loop.membership import Membership
 from ledgerlet_core.loop.timers import Timers, next_multiple
 from ledgerlet_core.model.annotations import FILESYSTEMS_ANNOTATION
 from ledgerlet_core.model.duration import SECOND
+from ledgerlet_core.model.k8s.keys import object_key
 from ledgerlet_core.model.k8s.objects import Node, Pod
 from ledgerlet_core.model.summary import PodStats
 from ledgerlet_core.model.usage import effective_layout
@@ -177,7 +178,7 @@ class Kubelet:
         self.timers.want(out.trigger.t, PHASE_TIMERS, out)
 
     def deleted(self, data: inp.ObjectDeleted, when: SortKey, cause: str, out: Emitter) -> None:
-        pod = self.pods.get(f"{data.namespace or 'default'}/{data.name}")
+        pod = self.pods.get(object_key(data.namespace, data.name))
         if pod is not None and not pod.spec.node_name:
             return  # never bound: the API server drops it, nothing ran
         self.queue(Delete(data), when, cause, out)
@@ -369,7 +370,7 @@ class Kubelet:
             self._stop(node, pod, grace, reason, cause, out)
 
     def _delete(self, data: inp.ObjectDeleted, cause: str, out: Emitter) -> None:
-        key = f"{data.namespace or 'default'}/{data.name}"
+        key = object_key(data.namespace, data.name)
         node = self.nodes.get(self.pod_node.get(key, ""))
         pod = node.active.pop(key, None) if node else None
         if node is None or pod is None:

@@ -14,10 +14,13 @@ import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
+from ledgerlet_core.contracts import decisions as dec
+from ledgerlet_core.contracts import inputs as inp
+from ledgerlet_core.contracts import internal
 from ledgerlet_core.contracts.envelope import Envelope
-from ledgerlet_core.contracts.registry import DECISION
+from ledgerlet_core.contracts.registry import DECISION, decode_data
 from ledgerlet_core.kubelet.eviction.manager import IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS
 from ledgerlet_core.kubelet.eviction.thresholds import Threshold
 from ledgerlet_core.model.duration import SECOND
@@ -241,7 +244,7 @@ def verdict(
     what ``explain`` opens with and the report's first section lists. ``cited`` holds the
     node decisions the ending follows from (a shutdown's plan)."""
     if end.type == "PodEvicted":
-        return _eviction_verdict(pod, end, data, ranking_rows(data, pod), when)
+        return _eviction_verdict(pod, end, ranking_rows(data, pod), when)
     return _other_verdict(pod, end, data, when, cited)
 
 
@@ -290,17 +293,16 @@ def ranking_rows(data: dict[str, Any], pod: str) -> list[dict[str, Any]]:
     return out
 
 
-def _eviction_verdict(
-    pod: str, end: Envelope, data: dict[str, Any], ranking: list[dict[str, Any]], when: Any
-) -> tuple[str, str]:
-    signal = data.get("signal", "?")
-    unit = "bytes" if data.get("resource") in ("memory", "ephemeral-storage") else "count"
-    observed = data.get("observed")
-    quantity = data.get("thresholdQuantity")
-    met: dict[str, Any] = next(
-        (m for m in data.get("thresholdsMet") or [] if m.get("threshold") == data.get("threshold")), {}
-    )
-    hard = bool(met.get("hard", data.get("gracePeriodSeconds") == IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS))
+def _eviction_verdict(pod: str, end: Envelope, ranking: list[dict[str, Any]], when: Any) -> tuple[str, str]:
+    """Which threshold, how far the signal fell, where the pod ranked and why: read from the
+    eviction's contract model (the ranking rows are the stored ones, as the API shows them)."""
+    e = decode_data(end)
+    if not isinstance(e, dec.PodEvicted):
+        raise TypeError(f"{end.type} is not an eviction")
+    unit = "bytes" if e.resource in ("memory", "ephemeral-storage") else "count"
+    quantity = e.threshold_quantity or None  # (0 is never stored: no level to show)
+    met = next((m for m in e.thresholds_met if m.threshold == e.threshold), None)
+    hard = met.hard if met is not None else e.grace_period_seconds == IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS
     place = next((r for r in ranking if r.get("this")), None)
     why_first = ""
     if place is not None:
@@ -312,7 +314,7 @@ def _eviction_verdict(
             reasons.append(f"usage {place['usageText']}")
         why_first = f" It ranked {ordinal(place['position'])} of {len(ranking)} ({', '.join(reasons)})."
         above = [r["pod"] for r in ranking[: place["position"] - 1]]
-        skipped = set(data.get("skippedCritical") or [])
+        skipped = set(e.skipped_critical)
         if above:
             critical = [p for p in above if p in skipped or any(r.get("critical") for r in ranking if r["pod"] == p)]
             why_first += (
@@ -325,13 +327,13 @@ def _eviction_verdict(
                 )
                 + "."
             )
-    level = f" ({show(quantity, unit)})" if isinstance(quantity, int | float) else ""
-    seen = f" fell to {show(observed, unit)}," if isinstance(observed, int | float) else ""
+    level = f" ({show(quantity, unit)})" if quantity is not None else ""
+    seen = f" fell to {show(e.observed, unit)},"
     verdict = (
-        f"{pod} was evicted from {end.node} at {end.t / SECOND:g}s ({when(end.t)}): {signal}{seen} below the "
-        f"{'hard' if hard else 'soft'} threshold {data.get('threshold')}{level}.{why_first}"
+        f"{pod} was evicted from {end.node} at {end.t / SECOND:g}s ({when(end.t)}): {e.signal}{seen} below the "
+        f"{'hard' if hard else 'soft'} threshold {e.threshold}{level}.{why_first}"
     )
-    grace_s = data.get("gracePeriodSeconds")
+    grace_s = e.grace_period_seconds
     if hard:
         grace = (
             f"{grace_s} s: a hard threshold evicts at once, with the kubelet's immediate grace period "
@@ -341,7 +343,7 @@ def _eviction_verdict(
     else:
         grace = (
             f"{grace_s} s: a soft threshold, held for its grace period "
-            f"({met.get('gracePeriodSeconds', '?')} s), then evicted with the smaller of "
+            f"({met.grace_period_seconds if met is not None else '?'} s), then evicted with the smaller of "
             "evictionMaxPodGracePeriod and the pod's terminationGracePeriodSeconds."
         )
     return verdict, grace
@@ -360,28 +362,40 @@ def _shutdown_kill(pod: str, plans: dict[str, dict[str, Any]]) -> tuple[dict[str
 def _other_verdict(
     pod: str, end: Envelope, data: dict[str, Any], when: Any, cited: dict[str, dict[str, Any]] | None = None
 ) -> tuple[str, str]:
+    """The verdict of every ending but an eviction, read from the ending's contract model."""
     at = f"at {end.t / SECOND:g}s ({when(end.t)})"
+    match decode_data(end):
+        case dec.OOMKilled() as o:
+            sized = f" using {human_bytes(o.usage)} of {human_bytes(o.limit)}" if o.usage and o.limit else ""
+            verdict = (
+                f"Container {o.container} of {pod} was OOM-killed on {end.node} {at}{sized} "
+                f"({o.scope or 'memory'} limit; oom_score {o.oom_score or '?'}, "  # (0 is never stored)
+                f"oom_score_adj {o.oom_score_adj})."
+            )
+            if o.restart_at is not None:
+                verdict += f" It restarts at {o.restart_at:g}s."
+            return verdict, "none: the kernel kills with SIGKILL"
+        case dec.PodPreempted() as p:
+            return (
+                f"{pod} was preempted on {end.node} {at} to make room for {p.preemptor}.",
+                f"{p.grace_period_seconds} s",
+            )
+        case dec.PodRejected() as r:
+            return f"{pod} was rejected {at}: {r.reason}: {r.message}", ""
+        case dec.PodForceDeleted() as f:
+            return f"{pod} was force-deleted {at}: {f.reason}.", "0 s (forced)"
+        case dec.PodTerminated() as t:
+            return _terminated_verdict(pod, end, t, at, cited)
     grace = f"{data['gracePeriodSeconds']} s" if "gracePeriodSeconds" in data else ""
-    if end.type == "OOMKilled":
-        usage, limit = data.get("usage"), data.get("limit")
-        sized = f" using {human_bytes(usage)} of {human_bytes(limit)}" if usage and limit else ""
-        verdict = (
-            f"Container {data.get('container')} of {pod} was OOM-killed on {end.node} {at}{sized} "
-            f"({data.get('scope') or 'memory'} limit; oom_score {data.get('oomScore', '?')}, "
-            f"oom_score_adj {data.get('oomScoreAdj')})."
-        )
-        if data.get("restartAt") is not None:
-            verdict += f" It restarts at {data['restartAt']:g}s."
-        return verdict, "none: the kernel kills with SIGKILL"
-    if end.type == "PodPreempted":
-        return f"{pod} was preempted on {end.node} {at} to make room for {data.get('preemptor')}.", grace
-    if end.type == "PodRejected":
-        return f"{pod} was rejected {at}: {data.get('reason')}: {data.get('message')}", ""
-    if end.type == "PodForceDeleted":
-        return f"{pod} was force-deleted {at}: {data.get('reason')}.", "0 s (forced)"
-    reason = data.get("reason", "?")
-    verdict = f"{pod} was terminated on {end.node} {at} ({reason})."
-    found = _shutdown_kill(pod, cited or {}) if reason == "NodeShutdown" else None
+    return f"{pod} was terminated on {end.node} {at} ({data.get('reason', '?')}).", grace
+
+
+def _terminated_verdict(
+    pod: str, end: Envelope, t: dec.PodTerminated, at: str, cited: dict[str, dict[str, Any]] | None
+) -> tuple[str, str]:
+    grace = f"{t.grace_period_seconds} s"
+    verdict = f"{pod} was terminated on {end.node} {at} ({t.reason})."
+    found = _shutdown_kill(pod, cited or {}) if t.reason == "NodeShutdown" else None
     if found is not None:
         group, kill = found
         verdict += f" The graceful shutdown killed it in the group of priority {group.get('priority')}"
@@ -394,46 +408,71 @@ def _other_verdict(
 
 
 def _pod_step(e: Envelope) -> str | None:
-    d = _data(e)
-    if e.type == "ObjectApplied":
-        spec = (d.get("object") or {}).get("spec") or {}
-        where = f"on {spec['nodeName']}" if spec.get("nodeName") else "pending"
-        return f"{'in the starting objects' if d.get('initial') else 'applied'}, {where}"
-    if e.type == "ObjectCreated":
-        return f"created by {d.get('owner') or 'a controller'}"
-    if e.type == "PodAdmitted":
-        return f"admitted: priority {d.get('priority')}, QoS {d.get('qosClass')}"
-    if e.type == "PodStarted":
-        return f"started on {d.get('node')}"
+    """One line of the pod's story, read from the event's contract model (``registry``):
+    a field renamed in ``contracts/`` is a type error here, not a ``None`` in the text."""
     if e.type == "PodScheduled":
         return f"scheduled to {e.node}"
-    if e.type == "PodEvicted":
-        return f"evicted for {d.get('signal')} ({d.get('threshold')}), grace {d.get('gracePeriodSeconds')} s"
-    if e.type == "PodTerminated":
-        grace = d.get("gracePeriodSeconds")
-        return f"exited ({d.get('reason')}), told to stop at {d.get('killedAt')}s with grace {grace} s"
-    if e.type == "PodReplaced":
-        return f"replaced by {d.get('replacement')} ({d.get('owner')})"
-    if e.type == "OOMKilled":
-        return f"container {d.get('container')} OOM-killed (oom_score_adj {d.get('oomScoreAdj')})"
     if e.type in ("PodRejected", "PodForceDeleted", "PodPreempted", "PodNominated", "PodUnschedulable"):
+        d = _data(e)  # (every field as stored, by its wire name)
         return ", ".join(f"{k} {v}" for k, v in d.items() if isinstance(v, str | int | float))[:200]
-    if e.type == "ObjectDeleted":
-        return "deleted" + (" (force)" if d.get("force") else "")
+    if e.type not in _TYPED_POD_STEPS:
+        return None
+    match decode_data(e):
+        case inp.ObjectApplied() as a:
+            spec = (a.object or {}).get("spec") or {}
+            where = f"on {spec['nodeName']}" if spec.get("nodeName") else "pending"
+            return f"{'in the starting objects' if a.initial else 'applied'}, {where}"
+        case internal.ObjectCreated() as c:
+            return f"created by {c.owner or 'a controller'}"
+        case dec.PodAdmitted() as a:
+            return f"admitted: priority {a.priority}, QoS {a.qos_class}"
+        case internal.PodStarted() as s:
+            return f"started on {s.node}"
+        case dec.PodEvicted() as v:
+            return f"evicted for {v.signal} ({v.threshold}), grace {v.grace_period_seconds} s"
+        case dec.PodTerminated() as t:
+            grace = t.grace_period_seconds
+            return f"exited ({t.reason}), told to stop at {t.killed_at}s with grace {grace} s"
+        case dec.PodReplaced() as r:
+            return f"replaced by {r.replacement} ({r.owner})"
+        case dec.OOMKilled() as o:
+            return f"container {o.container} OOM-killed (oom_score_adj {o.oom_score_adj})"
+        case inp.ObjectDeleted() as deleted:
+            return "deleted" + (" (force)" if deleted.force else "")
     return None
 
 
+#: the pod events whose line is read from their model
+_TYPED_POD_STEPS: Final = frozenset(
+    {
+        "ObjectApplied",
+        "ObjectCreated",
+        "PodAdmitted",
+        "PodStarted",
+        "PodEvicted",
+        "PodTerminated",
+        "PodReplaced",
+        "OOMKilled",
+        "ObjectDeleted",
+    }
+)
+
+
 def _node_step(e: Envelope) -> str:
+    """One line of the node's story (``NODE_CONTEXT``), read from the event's contract model."""
+    match decode_data(e):
+        case dec.NodeConditionChanged() as c:
+            because = f" ({', '.join(c.thresholds)})" if c.thresholds else ""
+            return f"{c.condition}={c.status}: {c.reason}{because}"
+        case dec.NodeReclaimed() as r:
+            return f"{r.action} for {r.signal}: freed {human_bytes(r.bytes_freed)}"
+        case dec.ImageGarbageCollected() as g:
+            return (
+                f"image GC at {g.usage_percent}% used (high {g.high_threshold_percent}%, low "
+                f"{g.low_threshold_percent}%): {human_bytes(g.bytes_to_free)} to free, "
+                f"{human_bytes(g.bytes_freed)} freed"
+            )
+        case dec.NodeTaintAdded() | dec.NodeTaintRemoved() as taint:
+            return f"{taint.key}:{taint.effect}"
     d = _data(e)
-    if e.type == "NodeConditionChanged":
-        because = f" ({', '.join(d['thresholds'])})" if d.get("thresholds") else ""
-        return f"{d.get('condition')}={d.get('status')}: {d.get('reason')}{because}"
-    if e.type == "NodeReclaimed":
-        return f"{d.get('action')} for {d.get('signal')}: freed {human_bytes(d.get('bytesFreed', 0))}"
-    if e.type == "ImageGarbageCollected":
-        return (
-            f"image GC at {d.get('usagePercent')}% used (high {d.get('highThresholdPercent')}%, low "
-            f"{d.get('lowThresholdPercent')}%): {human_bytes(d.get('bytesToFree', 0))} to free, "
-            f"{human_bytes(d.get('bytesFreed', 0))} freed"
-        )
     return f"{d.get('key')}:{d.get('effect')}"

@@ -21,6 +21,7 @@ from ledgerlet_core.contracts.batch import batch_inputs
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.registry import make_envelope, node_stream, pod_stream
 from ledgerlet_core.model.codec import object_json
+from ledgerlet_core.model.k8s.keys import object_key
 from ledgerlet_core.model.k8s.objects import AnyObject, Node, Pod
 from ledgerlet_core.scenario.load import Scenario
 
@@ -42,7 +43,7 @@ def _routing(data: object) -> tuple[str, str | None, str | None]:
         return f"object/{kind}/{ns + '/' if ns else ''}{name}", None, None
     if isinstance(data, ev.ObjectDeleted):
         if data.kind == "Pod":
-            key = f"{data.namespace or 'default'}/{data.name}"
+            key = object_key(data.namespace, data.name)
             return pod_stream(key), None, key
         if data.kind == "Node":
             return node_stream(data.name), data.name, None
@@ -63,7 +64,7 @@ def _object_routing(obj: AnyObject) -> tuple[str, str | None, str | None]:
     if isinstance(obj, Node):
         return node_stream(name), name, None
     if isinstance(obj, Pod):
-        key = f"{ns or 'default'}/{name}"
+        key = object_key(ns, name)
         return pod_stream(key), obj.spec.node_name or None, key
     return f"object/{obj.kind}/{ns + '/' if ns else ''}{name}", None, None
 

@@ -45,6 +45,7 @@ from ledgerlet_core.kubelet.logind import inhibit_delay
 from ledgerlet_core.model.codec import convert, to_builtins
 from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.model.k8s.decode import UNMODELLED_KINDS, decode_object
+from ledgerlet_core.model.k8s.keys import object_key
 from ledgerlet_core.model.k8s.objects import (
     AnyObject,
     LabelSelector,
@@ -136,12 +137,12 @@ class Context:
 
     def add(self, obj: AnyObject) -> None:
         if isinstance(obj, PersistentVolumeClaim):
-            self.claims[f"{obj.metadata.namespace or 'default'}/{obj.metadata.name}"] = obj
+            self.claims[object_key(obj.metadata.namespace, obj.metadata.name)] = obj
         elif isinstance(obj, PersistentVolume):
             self.volumes[obj.metadata.name] = obj
             ref = obj.spec.claim_ref or {}
             if ref.get("name"):
-                self.claimed[f"{ref.get('namespace') or 'default'}/{ref['name']}"] = obj.metadata.name
+                self.claimed[object_key(ref.get("namespace"), ref["name"])] = obj.metadata.name
         elif isinstance(obj, PodDisruptionBudget) and obj.spec.selector is not None:
             raw = to_builtins(obj.spec.selector)
             ns = obj.metadata.namespace or "default"

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 
 from ledgerlet_core.kubelet.config import KubeletConfig
 from ledgerlet_core.kubelet.node_status import allocatable, reported_capacity
+from ledgerlet_core.model.k8s.keys import object_key
 from ledgerlet_core.model.k8s.objects import Node, PodDisruptionBudget, Taint
 from ledgerlet_core.model.k8s.selection import Selector
 from ledgerlet_core.model.quantity import parse_quantity
@@ -271,11 +272,11 @@ class SchedulerCache:
 
     # -- disruption budgets --------------------------------------------------------------
     def pdb_applied(self, pdb: PodDisruptionBudget) -> None:
-        self.pdbs[f"{pdb.metadata.namespace or 'default'}/{pdb.metadata.name}"] = pdb
+        self.pdbs[object_key(pdb.metadata.namespace, pdb.metadata.name)] = pdb
 
     def pdb_deleted(self, namespace: str, name: str) -> bool:
         """True if the budget was there."""
-        return self.pdbs.pop(f"{namespace or 'default'}/{name}", None) is not None
+        return self.pdbs.pop(object_key(namespace, name), None) is not None
 
     def pdb_views(self, pending: Iterable[PodInfo] = ()) -> list[PDB]:
         """Each budget with ``status.disruptionsAllowed`` as the disruption controller

@@ -17,7 +17,7 @@ from typing import Final
 import msgspec
 
 from ledgerlet_core.model.k8s.objects import LabelSelector
-from ledgerlet_core.model.k8s.selectors import is_empty, matches
+from ledgerlet_core.model.k8s.selection import is_empty, label_selector
 from ledgerlet_core.scheduling.cyclestate import CycleState
 from ledgerlet_core.scheduling.filters import UNRESOLVABLE, UNSCHEDULABLE, NodeStatus, histogram, run_filters
 from ledgerlet_core.scheduling.info import NodeInfo, PodInfo
@@ -102,15 +102,16 @@ def num_candidates(num_potential: int, percentage: int, absolute: int) -> int:
 def pdb_violations(victims: Sequence[PodInfo], pdbs: Sequence[PDB]) -> tuple[list[PodInfo], list[PodInfo]]:
     """``filterPodsWithPDBViolation``: (violating, non-violating), keeping the order given."""
     allowed = {(p.namespace, p.name): p.disruptions_allowed for p in pdbs}
+    selectors = [label_selector(p.selector) for p in pdbs]  # (LabelSelectorAsSelector, once per PDB)
     violating: list[PodInfo] = []
     ok: list[PodInfo] = []
     for pod in victims:
         violates = False
         if pod.labels:
-            for pdb in pdbs:
+            for pdb, selector in zip(pdbs, selectors, strict=True):
                 if pdb.namespace != pod.namespace or is_empty(pdb.selector):
                     continue
-                if not matches(pdb.selector, pod.labels) or pod.name in pdb.disrupted_pods:
+                if not selector.matches(pod.labels) or pod.name in pdb.disrupted_pods:
                     continue
                 allowed[(pdb.namespace, pdb.name)] -= 1
                 if allowed[(pdb.namespace, pdb.name)] < 0:

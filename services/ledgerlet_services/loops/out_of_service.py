@@ -15,6 +15,7 @@ from ledgerlet_core.controllers.node_loss_controllers import NodeLossControllers
 from ledgerlet_core.controllers.podgc import EVICTED_REASON
 from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_core.model.duration import parse_duration
+from ledgerlet_core.model.k8s.keys import object_key
 from ledgerlet_core.model.k8s.objects import Pod, Taint
 from ledgerlet_services.loops.base import Loop, on
 
@@ -103,7 +104,7 @@ class OutOfServiceController(Loop):
     @on(inp.ObjectDeleted)
     def _deleted(self, env: Envelope, data: inp.ObjectDeleted, out: Emitter) -> None:
         if data.kind == "Pod":
-            self.controllers.pod_deleted(f"{data.namespace or 'default'}/{data.name}", env.id, env.t, out)
+            self.controllers.pod_deleted(object_key(data.namespace, data.name), env.id, env.t, out)
         elif data.kind == "Node":
             self.controllers.node_deleted(data.name, env.t, out)
 

@@ -25,6 +25,7 @@ from ledgerlet_core.controllers.workloads import replica_set_for
 from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.duration import SECOND
+from ledgerlet_core.model.k8s.keys import object_key
 from ledgerlet_core.model.k8s.objects import (
     Pod,
     PodDisruptionBudget,
@@ -164,7 +165,7 @@ class Scheduler(Loop):
     @on(inp.ObjectDeleted)
     def _deleted(self, env: Envelope, data: inp.ObjectDeleted, out: Emitter) -> None:
         if data.kind == "Pod":
-            key = f"{data.namespace or 'default'}/{data.name}"
+            key = object_key(data.namespace, data.name)
             if self.scheduler.deleted(key):  # never bound: gone at once
                 self.apiserver.release(key)
         elif data.kind == "Node":

@@ -17,6 +17,7 @@ from ledgerlet_core.contracts.topics import CLOCK, DECISIONS, INPUTS
 from ledgerlet_core.kubelet.shutdown_manager import ShutdownManager as Machine
 from ledgerlet_core.loop.emitter import Emitter
 from ledgerlet_core.loop.timers import Timers
+from ledgerlet_core.model.k8s.keys import object_key
 from ledgerlet_services.loops.base import Loop, on
 
 
@@ -70,7 +71,7 @@ class ShutdownManager(Loop):
     @on(inp.ObjectDeleted)
     def _deleted(self, env: Envelope, data: inp.ObjectDeleted, out: Emitter) -> None:
         if data.kind == "Pod":
-            self.machine.inactive(f"{data.namespace or 'default'}/{data.name}")
+            self.machine.inactive(object_key(data.namespace, data.name))
 
     # -- shutdown and power ---------------------------------------------------------------
     @on(inp.NodeShutdownRequested)

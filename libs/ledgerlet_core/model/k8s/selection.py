@@ -20,12 +20,18 @@ from ledgerlet_core.model.k8s.objects import LabelSelector, NodeSelectorTerm, Po
 _INT64: Final = (-(2**63), 2**63 - 1)
 
 
-def _int64(text: str) -> int | None:
-    """``strconv.ParseInt(text, 10, 64)``: an optional sign and decimal digits only."""
-    body = text[1:] if text[:1] in ("+", "-") else text
+def int64(text: str) -> int | None:
+    """``strconv.ParseInt(text, 10, 64)``: an optional sign and ASCII decimal digits (leading
+    zeros allowed), within an int64; None where Go returns an error (superscripts, a
+    5,000-digit number: read without converting it)."""
+    sign = text[:1] if text[:1] in ("+", "-") else ""
+    body = text[len(sign) :]
     if not body or not body.isascii() or not body.isdigit():
         return None
-    value = int(text)
+    digits = body.lstrip("0")
+    if len(digits) > 19:
+        return None
+    value = int(sign + (digits or "0"))
     return value if _INT64[0] <= value <= _INT64[1] else None
 
 
@@ -48,8 +54,8 @@ class Requirement:
         # Gt / Lt: both sides parse as int64, or no match
         if self.key not in labels:
             return False
-        have = _int64(labels[self.key])
-        want = _int64(self.values[0])
+        have = int64(labels[self.key])
+        want = int64(self.values[0])
         if have is None or want is None:
             return False
         return have > want if op == "Gt" else have < want
@@ -110,9 +116,15 @@ def _requirement(key: str, op: str, values: Iterable[str]) -> Requirement | None
         return None
     if op in ("Exists", "DoesNotExist") and vals:
         return None
-    if op in ("Gt", "Lt") and (len(vals) != 1 or _int64(vals[0]) is None):
+    if op in ("Gt", "Lt") and (len(vals) != 1 or int64(vals[0]) is None):
         return None
     return Requirement(key, op, tuple(sorted(set(vals))))
+
+
+def is_empty(selector: LabelSelector | None) -> bool:
+    """No selector, or one with neither labels nor expressions (upstream's ``Selector.Empty()``
+    of what ``LabelSelectorAsSelector`` makes of it)."""
+    return selector is None or (not selector.match_labels and not selector.match_expressions)
 
 
 def label_selector(selector: LabelSelector | None) -> Selector:

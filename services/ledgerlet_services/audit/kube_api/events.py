@@ -24,13 +24,16 @@ and last timestamp grow, as client-go's ``EventCorrelator`` dedups them.
 
 from __future__ import annotations
 
-import json
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ledgerlet_core.contracts import decisions as dec
+from ledgerlet_core.contracts import inputs as inp
+from ledgerlet_core.contracts import internal
 from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.contracts.registry import decode_data
 from ledgerlet_core.model.duration import SECOND, parse_duration
 from ledgerlet_services.audit.kube_api.meta import (
     Instant,
@@ -153,9 +156,25 @@ class Occurrences:
     extra: list[EventSpec] = field(default_factory=list)
 
 
-def _data(env: Envelope) -> dict[str, Any]:
-    out: dict[str, Any] = json.loads(bytes(env.data))
-    return out
+#: the pod events that make a recorded event (or carry the pod's object), read as their models
+_POD_SOURCES: Final = frozenset(
+    {
+        "ObjectApplied",
+        "ObjectCreated",
+        "PodEvicted",
+        "PodTerminated",
+        "PodPreempted",
+        "PodScheduled",
+        "PodUnschedulable",
+        "PodRejected",
+        "PodReplaced",
+        "PodDeletionRequested",
+    }
+)
+#: the node events that do
+_NODE_SOURCES: Final = frozenset(
+    {"ObjectApplied", "NodeConditionChanged", "ImageGarbageCollected", "NodeShutdownStarted"}
+)
 
 
 def _pod_ref(key: str, uid: str, field_path: str = "") -> dict[str, str]:
@@ -174,10 +193,11 @@ def pod_event_specs(key: str, history: Sequence[Envelope], uids: Mapping[str, st
     origin = ""
     namespace = key.partition("/")[0]
     for env in history:
-        data = _data(env)
-        kind = env.type
-        if kind in ("ObjectApplied", "ObjectCreated"):
-            obj, origin = data.get("object", obj), env.id
+        if env.type not in _POD_SOURCES:
+            continue
+        data = decode_data(env)
+        if isinstance(data, inp.ObjectApplied | internal.ObjectCreated):
+            obj, origin = data.object, env.id
             continue
         uid = obj.get("metadata", {}).get("uid", "") or object_uid(origin)
         node = env.node or ""
@@ -185,26 +205,26 @@ def pod_event_specs(key: str, history: Sequence[Envelope], uids: Mapping[str, st
         def spec(sub: int = 0, t: int = env.t, env: Envelope = env, **kw: Any) -> EventSpec:
             return EventSpec(source_id=env.id, sub=sub, t=t, seen=env.t, namespace=namespace, **kw)
 
-        if kind == "PodEvicted":
+        if isinstance(data, dec.PodEvicted):
             annotations = {}
-            if data.get("offendingContainers"):
-                annotations["offending_containers"] = ",".join(data["offendingContainers"])
-                annotations["offending_containers_usage"] = ",".join(data.get("offendingContainersUsage", []))
-            if data.get("resource"):
-                annotations["starved_resource"] = data["resource"]
+            if data.offending_containers:
+                annotations["offending_containers"] = ",".join(data.offending_containers)
+                annotations["offending_containers_usage"] = ",".join(data.offending_containers_usage)
+            if data.resource:
+                annotations["starved_resource"] = data.resource
             out.append(
                 spec(
                     involved=_pod_ref(key, uid),
                     type="Warning",
                     reason="Evicted",
-                    message=data.get("message", ""),
+                    message=data.message,
                     component=KUBELET,
                     host=node,
                     annotations=annotations or None,
                 )
             )
-        elif kind == "PodTerminated":
-            killed = round(float(data.get("killedAt", env.t / SECOND)) * SECOND)
+        elif isinstance(data, dec.PodTerminated):
+            killed = round(float(data.killed_at) * SECOND)
             for i, c in enumerate(obj.get("spec", {}).get("containers", [])):
                 name = c.get("name", "")
                 out.append(
@@ -219,8 +239,8 @@ def pod_event_specs(key: str, history: Sequence[Envelope], uids: Mapping[str, st
                         host=node,
                     )
                 )
-        elif kind == "PodPreempted":
-            preemptor = data.get("preemptor", "")
+        elif isinstance(data, dec.PodPreempted):
+            preemptor = data.preemptor
             out.append(
                 spec(
                     involved=_pod_ref(key, uid),
@@ -233,7 +253,7 @@ def pod_event_specs(key: str, history: Sequence[Envelope], uids: Mapping[str, st
                     related=_pod_ref(preemptor, uids.get(preemptor, "")),
                 )
             )
-        elif kind == "PodScheduled":
+        elif isinstance(data, dec.PodScheduled):
             out.append(
                 spec(
                     involved=_pod_ref(key, uid),
@@ -245,32 +265,32 @@ def pod_event_specs(key: str, history: Sequence[Envelope], uids: Mapping[str, st
                     action="Binding",
                 )
             )
-        elif kind == "PodUnschedulable":
+        elif isinstance(data, dec.PodUnschedulable):
             out.append(
                 spec(
                     involved=_pod_ref(key, uid),
                     type="Warning",
                     reason="FailedScheduling",
-                    message=data.get("message", ""),
+                    message=data.message,
                     component=SCHEDULER,
                     host=SCHEDULER_INSTANCE,
                     action="Scheduling",
                 )
             )
-        elif kind == "PodRejected" and data.get("admitter") != "apiserver":
+        elif isinstance(data, dec.PodRejected) and data.admitter != "apiserver":
             out.append(
                 spec(
                     involved=_pod_ref(key, uid),
                     type="Warning",
-                    reason=data.get("reason", ""),
-                    message=data.get("message", ""),
+                    reason=data.reason,
+                    message=data.message,
                     component=KUBELET,
                     host=node,
                 )
             )
-        elif kind == "PodReplaced":
-            owner_kind, _, owner_name = str(data.get("owner", "")).partition("/")
-            new_name = str(data.get("replacement", "")).partition("/")[2]
+        elif isinstance(data, dec.PodReplaced):
+            owner_kind, _, owner_name = data.owner.partition("/")
+            new_name = data.replacement.partition("/")[2]
             owner_uid = next(
                 (
                     r.get("uid", "")
@@ -300,7 +320,7 @@ def pod_event_specs(key: str, history: Sequence[Envelope], uids: Mapping[str, st
                     component=_CONTROLLERS.get(owner_kind, "controller-manager"),
                 )
             )
-        elif kind == "PodDeletionRequested" and data.get("reason") == "TaintEviction":
+        elif isinstance(data, internal.PodDeletionRequested) and data.reason == "TaintEviction":
             out.append(
                 spec(
                     involved=_pod_ref(key, uid),
@@ -329,21 +349,22 @@ def node_event_specs(name: str, history: Sequence[Envelope], gc_period: int) -> 
     kubelet_ref = {"kind": "Node", "name": name, "uid": name}  # the kubelet's nodeRef: its name as uid
     last_gc_failure: int | None = None
     for env in history:
-        data = _data(env)
-        kind = env.type
-        if kind == "ObjectApplied":
-            uid = data.get("object", {}).get("metadata", {}).get("uid", uid)
+        if env.type not in _NODE_SOURCES:
+            continue
+        data = decode_data(env)
+        if isinstance(data, inp.ObjectApplied):
+            uid = data.object.get("metadata", {}).get("uid", uid)
             continue
 
         def spec(sub: int = 0, env: Envelope = env, **kw: Any) -> EventSpec:
             return EventSpec(source_id=env.id, sub=sub, t=env.t, seen=env.t, namespace="default", **kw)
 
-        if kind == "NodeConditionChanged":
-            reason = _CONDITION_REASONS.get((data.get("condition", ""), data.get("status", "")))
+        if isinstance(data, dec.NodeConditionChanged):
+            reason = _CONDITION_REASONS.get((data.condition, data.status))
             if reason is None:
                 continue
             message = f"Node {name} status is now: {reason}"
-            if data.get("status") == "Unknown":  # the node lifecycle controller, not the kubelet
+            if data.status == "Unknown":  # the node lifecycle controller, not the kubelet
                 ref = {"kind": "Node", "name": name, "uid": uid, "apiVersion": "v1"}
                 out.append(
                     spec(involved=ref, type="Normal", reason=reason, message=message, component="node-controller")
@@ -359,8 +380,8 @@ def node_event_specs(name: str, history: Sequence[Envelope], gc_period: int) -> 
                         host=name,
                     )
                 )
-        elif kind == "ImageGarbageCollected":
-            error = data.get("error", "")
+        elif isinstance(data, dec.ImageGarbageCollected):
+            error = data.error
             if not error:
                 last_gc_failure = None
                 continue
@@ -387,7 +408,7 @@ def node_event_specs(name: str, history: Sequence[Envelope], gc_period: int) -> 
                     )
                 )
             last_gc_failure = env.t
-        elif kind == "NodeShutdownStarted":
+        elif isinstance(data, dec.NodeShutdownStarted):
             out.append(
                 spec(
                     involved=kubelet_ref,

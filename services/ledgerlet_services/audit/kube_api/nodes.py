@@ -14,12 +14,15 @@ last the kubelet published (``NodeStatusUpdated``).
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ledgerlet_core.contracts import decisions as dec
+from ledgerlet_core.contracts import inputs as inp
+from ledgerlet_core.contracts import internal
 from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.contracts.registry import decode_data
 from ledgerlet_services.audit.kube_api.meta import Instant, facade_uid, resource_version, rfc3339
 
 #: decisions and inputs about a node that change its object (read through the node index)
@@ -78,47 +81,67 @@ def _untaints(key: str, effect: str, taint_key: str, taint_effect: str) -> bool:
 
 
 def fold_node(events: Iterable[Envelope], t_to: int) -> _Node:
-    """The node's state after every event at or before ``t_to``, in decision order."""
+    """The node's state after every event at or before ``t_to``, in decision order; each
+    event that changes it read as its contract's model (``contracts.registry``)."""
     n = _Node()
     for env in events:
         if env.t > t_to:
             break
-        data: dict[str, Any] = json.loads(bytes(env.data))
-        kind = env.type
-        if kind == "ObjectApplied":
-            if data.get("object", {}).get("kind") != "Node":
-                continue
-            if not n.exists:
-                n.exists, n.created, n.origin = True, env.t, env.id
-            n.raw = data["object"]
-            n.untainted = []
-        elif kind == "ObjectDeleted":
-            if data.get("kind") != "Node":
-                continue
-            n.exists = False
-        elif kind == "NodeConditionChanged":
-            n.conditions[data["condition"]] = (data["status"], data.get("reason", ""), data.get("message", ""), env.t)
-        elif kind == "NodeTaintAdded":
-            if not any((t.key, t.effect) == (data["key"], data["effect"]) for t in n.plane):
-                n.plane.append(_Taint(data["key"], data["effect"], data.get("value", ""), env.t))
-        elif kind == "NodeTaintRemoved":
-            n.plane = [t for t in n.plane if (t.key, t.effect) != (data["key"], data["effect"])]
-        elif kind == "NodeTainted":
-            n.user = [t for t in n.user if (t.key, t.effect) != (data["key"], data["effect"])]
-            n.user.append(_Taint(data["key"], data["effect"], data.get("value", ""), env.t))
-        elif kind == "NodeUntainted":
-            n.user = [t for t in n.user if not _untaints(data["key"], data.get("effect", ""), t.key, t.effect)]
-            n.untainted.append((data["key"], data.get("effect", "")))
-        elif kind == "NodeStatusUpdated":
-            n.capacity, n.allocatable = data.get("capacity"), data.get("allocatable")
-        elif kind == "NodePoweredOff":
+        if env.type == "NodePoweredOff":
             n.off_since = env.t
-        elif kind == "NodePoweredOn":
+        elif env.type == "NodePoweredOn":
             n.off_since = None
-        else:
+        elif env.type not in _TYPED or not _fold_one(n, env, decode_data(env)):
             continue
         n.changed = env.t
     return n
+
+
+#: the types whose data changes the node
+_TYPED: Final = frozenset(
+    {
+        "ObjectApplied",
+        "ObjectDeleted",
+        "NodeConditionChanged",
+        "NodeTaintAdded",
+        "NodeTaintRemoved",
+        "NodeTainted",
+        "NodeUntainted",
+        "NodeStatusUpdated",
+    }
+)
+
+
+def _fold_one(n: _Node, env: Envelope, data: Any) -> bool:
+    """Apply one event; False when it is about another kind of object."""
+    match data:
+        case inp.ObjectApplied():
+            if data.object.get("kind") != "Node":
+                return False
+            if not n.exists:
+                n.exists, n.created, n.origin = True, env.t, env.id
+            n.raw = data.object
+            n.untainted = []
+        case inp.ObjectDeleted():
+            if data.kind != "Node":
+                return False
+            n.exists = False
+        case dec.NodeConditionChanged():
+            n.conditions[data.condition] = (data.status, data.reason, data.message, env.t)
+        case dec.NodeTaintAdded():
+            if not any((t.key, t.effect) == (data.key, data.effect) for t in n.plane):
+                n.plane.append(_Taint(data.key, data.effect, data.value, env.t))
+        case dec.NodeTaintRemoved():
+            n.plane = [t for t in n.plane if (t.key, t.effect) != (data.key, data.effect)]
+        case inp.NodeTainted():
+            n.user = [t for t in n.user if (t.key, t.effect) != (data.key, data.effect)]
+            n.user.append(_Taint(data.key, data.effect, data.value, env.t))
+        case inp.NodeUntainted():
+            n.user = [t for t in n.user if not _untaints(data.key, data.effect, t.key, t.effect)]
+            n.untainted.append((data.key, data.effect))
+        case internal.NodeStatusUpdated():
+            n.capacity, n.allocatable = data.capacity, data.allocatable
+    return True
 
 
 def _conditions(n: _Node, instant: Instant) -> list[dict[str, Any]]:

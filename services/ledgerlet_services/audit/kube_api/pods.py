@@ -25,12 +25,15 @@ kubectl's STATUS column reads ``Evicted`` or ``Terminated`` as operators know it
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ledgerlet_core.contracts import decisions as dec
+from ledgerlet_core.contracts import inputs as inp
+from ledgerlet_core.contracts import internal
 from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.contracts.registry import decode_data
 from ledgerlet_core.model.annotations import MANIFEST_PRIORITY_ANNOTATION, WORKLOAD_ANNOTATION
 from ledgerlet_core.model.duration import SECOND
 from ledgerlet_services.audit.kube_api.meta import Instant, facade_uid, resource_version, rfc3339
@@ -113,11 +116,6 @@ def object_uid(origin: str) -> str:
     return facade_uid("object", origin)
 
 
-def _data(env: Envelope) -> dict[str, Any]:
-    out: dict[str, Any] = json.loads(bytes(env.data))
-    return out
-
-
 def _condition(p: _Pod, kind: str, status: str, t: int, reason: str = "", message: str = "") -> None:
     old = p.conditions.get(kind)
     if old is not None and old[0] == status and old[1] == reason:
@@ -140,9 +138,9 @@ def _containers(raw: dict[str, Any]) -> dict[str, _Container]:
     return {c.get("name", ""): _Container() for c in raw.get("spec", {}).get("containers", [])}
 
 
-def _fold_applied(p: _Pod, env: Envelope, data: dict[str, Any]) -> None:
-    obj = data.get("object", {})
-    if data.get("initial"):
+def _fold_applied(p: _Pod, env: Envelope, data: inp.ObjectApplied) -> None:
+    obj = data.object
+    if data.initial:
         p.raw, p.exists, p.created, p.origin = obj, True, 0, env.id
         p.containers = _containers(obj)
         status = obj.get("status", {})
@@ -170,19 +168,25 @@ def _reincarnate(p: _Pod, obj: dict[str, Any] | None, origin: str) -> None:
         setattr(p, name, getattr(fresh, name))
 
 
-def _fold_admitted(p: _Pod, env: Envelope, data: dict[str, Any]) -> None:
+def _fold_admitted(p: _Pod, env: Envelope, data: dec.PodAdmitted) -> None:
     if p.raw is None or p.exists:
         return
     raw = copy.deepcopy(p.raw)
     spec = raw.setdefault("spec", {})
-    spec["priority"] = data.get("priority", 0)
-    for key in ("priorityClassName", "preemptionPolicy", "nodeSelector", "tolerations"):
-        if data.get(key):
-            spec[key] = data[key]
-    if data.get("overhead"):
-        spec["overhead"] = data["overhead"]
+    spec["priority"] = data.priority
+    written: dict[str, Any] = {
+        "priorityClassName": data.priority_class_name,
+        "preemptionPolicy": data.preemption_policy,
+        "nodeSelector": data.node_selector,
+        "tolerations": data.tolerations,
+    }
+    for key, value in written.items():
+        if value:
+            spec[key] = value
+    if data.overhead:
+        spec["overhead"] = data.overhead
     p.raw, p.exists, p.created = raw, True, env.t
-    p.qos = data.get("qosClass", "")
+    p.qos = data.qos_class
     p.containers = _containers(raw)
     p.phase = "Pending"
     if env.node:
@@ -190,15 +194,15 @@ def _fold_admitted(p: _Pod, env: Envelope, data: dict[str, Any]) -> None:
         _condition(p, "PodScheduled", "True", env.t)
 
 
-def _fold_ending(p: _Pod, env: Envelope, data: dict[str, Any]) -> None:
+def _fold_ending(p: _Pod, env: Envelope, data: dec.PodTerminated) -> None:
     """``PodTerminated``: the pod has exited; why says whether its object stays."""
-    reason = data.get("reason", "")
+    reason = data.reason
     kept = _KEPT_ENDINGS.get(reason)
     if kept is None:
         p.exists = False  # deleted (by a user, the scheduler's preemption, the taint manager): gone once exited
         return
     p.phase, p.reason, p.ended_by_kubelet = "Failed", kept, True
-    p.message = p.eviction_message if reason == "Evicted" else data.get("message", "")
+    p.message = p.eviction_message if reason == "Evicted" else data.message
     if reason == "NodeShutdown":
         _condition(p, "DisruptionTarget", "True", env.t, "TerminationByKubelet", p.message)
     for kind in ("Ready", "ContainersReady"):  # (status.GeneratePodReadyCondition: a terminal pod)
@@ -208,92 +212,97 @@ def _fold_ending(p: _Pod, env: Envelope, data: dict[str, Any]) -> None:
         _condition(p, "PodReadyToStartContainers", "False", env.t)
 
 
-def _fold_oom(p: _Pod, env: Envelope, data: dict[str, Any]) -> None:
-    c = p.containers.setdefault(data.get("container", ""), _Container())
-    c.restarts = int(data.get("restartCount", c.restarts))
+def _fold_oom(p: _Pod, env: Envelope, data: dec.OOMKilled) -> None:
+    c = p.containers.setdefault(data.container, _Container())
+    c.restarts = data.restart_count or c.restarts  # (0 is never stored: omitted, the count kept)
     c.last = (env.t, "OOMKilled", 137)
     c.running_since = None
-    if data.get("podFailed"):
+    if data.pod_failed:
         c.terminated = (env.t, "OOMKilled", 137)
         p.phase = "Failed"
         for kind in ("Ready", "ContainersReady"):
             _condition(p, kind, "False", env.t, "PodFailed")
         return
-    restart_at = data.get("restartAt")
+    restart_at = data.restart_at
     c.back_off_until = None if restart_at is None else round(float(restart_at) * SECOND)
     if c.back_off_until is None:
         c.terminated = (env.t, "OOMKilled", 137)
 
 
 def fold_pod(events: Iterable[Envelope], t_to: int) -> _Pod:
-    """The pod's state after every event at or before ``t_to`` (ns), in decision order."""
+    """The pod's state after every event at or before ``t_to`` (ns), in decision order;
+    each event read as its contract's model (``contracts.registry``)."""
     p = _Pod()
     for env in events:
         if env.t > t_to:
             break
-        kind = env.type
-        if kind not in POD_TYPES:
+        if env.type not in POD_TYPES:
             continue
-        data = _data(env)
         p.changed = env.t
-        if kind == "ObjectApplied":
+        _fold_one(p, env, decode_data(env))
+    return p
+
+
+def _fold_one(p: _Pod, env: Envelope, data: Any) -> None:
+    match data:
+        case inp.ObjectApplied():
             _fold_applied(p, env, data)
-        elif kind == "ObjectCreated":
+        case internal.ObjectCreated():
             if not p.exists:
-                _reincarnate(p, data.get("object"), env.id)
-        elif kind == "PodAdmitted":
+                _reincarnate(p, data.object, env.id)
+        case dec.PodAdmitted():
             _fold_admitted(p, env, data)
-        elif kind == "PodRejected":
-            if data.get("admitter") == "apiserver":
-                if not p.exists:
-                    p.raw = None  # refused: it never existed
-            elif p.exists:
-                p.phase, p.reason, p.ended_by_kubelet = "Failed", data.get("reason", ""), True
-                p.message = "Pod was rejected: " + data.get("message", "")
-                for k in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady"):
-                    p.conditions.pop(k, None)
-        elif kind == "PodScheduled":
+        case dec.PodRejected():
+            _fold_rejected(p, data)
+        case dec.PodScheduled():
             p.node = env.node or p.node
             p.nominated = ""
             _condition(p, "PodScheduled", "True", env.t)
-        elif kind == "PodUnschedulable":
-            p.nominated = data.get("nominatedNode", "") or p.nominated
-            _condition(p, "PodScheduled", "False", env.t, "Unschedulable", data.get("message", ""))
-        elif kind == "PodNominated":
+        case dec.PodUnschedulable():
+            p.nominated = data.nominated_node or p.nominated
+            _condition(p, "PodScheduled", "False", env.t, "Unschedulable", data.message)
+        case dec.PodNominated():
             p.nominated = env.node or ""
-        elif kind == "PodStarted":
+        case internal.PodStarted():
             _start(p, env.t)
-        elif kind == "PodPreempted":
-            _condition(
-                p,
-                "DisruptionTarget",
-                "True",
-                env.t,
-                data.get("reason", "PreemptionByScheduler"),
-                data.get("message", ""),
-            )
-            p.deletion = (env.t, int(data.get("gracePeriodSeconds", 0)))
-        elif kind == "PodDeletionRequested":
-            if data.get("reason") == "TaintEviction":
-                _condition(p, "DisruptionTarget", "True", env.t, "DeletionByTaintManager", data.get("message", ""))
-            p.deletion = (env.t, int(data.get("gracePeriodSeconds", 0)))
-        elif kind == "PodEvicted":
-            p.eviction_message = data.get("message", "")
+        case dec.PodPreempted():
+            _condition(p, "DisruptionTarget", "True", env.t, data.reason, data.message)
+            p.deletion = (env.t, data.grace_period_seconds)
+        case internal.PodDeletionRequested():
+            if data.reason == "TaintEviction":
+                _condition(p, "DisruptionTarget", "True", env.t, "DeletionByTaintManager", data.message)
+            p.deletion = (env.t, data.grace_period_seconds)
+        case dec.PodEvicted():
+            p.eviction_message = data.message
             _condition(p, "DisruptionTarget", "True", env.t, "TerminationByKubelet", p.eviction_message)
-        elif kind == "PodTerminated":
+        case dec.PodTerminated():
             _fold_ending(p, env, data)
-        elif kind == "PodForceDeleted":
+        case dec.PodForceDeleted():
             p.exists = False
-        elif kind == "ObjectDeleted":
-            grace = data.get("gracePeriodSeconds")
-            if not p.node or data.get("force") or grace == 0:
-                p.exists = False  # never bound, or --force --grace-period=0: removed at once
-            elif p.exists:
-                own = (p.raw or {}).get("spec", {}).get("terminationGracePeriodSeconds", 30)
-                p.deletion = (env.t, int(own if grace is None else grace))
-        elif kind == "OOMKilled":
+        case inp.ObjectDeleted():
+            _fold_deleted(p, env, data)
+        case dec.OOMKilled():
             _fold_oom(p, env, data)
-    return p
+
+
+def _fold_rejected(p: _Pod, data: dec.PodRejected) -> None:
+    if data.admitter == "apiserver":
+        if not p.exists:
+            p.raw = None  # refused: it never existed
+    elif p.exists:
+        p.phase, p.reason, p.ended_by_kubelet = "Failed", data.reason, True
+        p.message = "Pod was rejected: " + data.message
+        for k in ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady"):
+            p.conditions.pop(k, None)
+
+
+def _fold_deleted(p: _Pod, env: Envelope, data: inp.ObjectDeleted) -> None:
+    grace = data.grace_period_seconds
+    if not p.node or data.force or grace == 0:
+        p.exists = False  # never bound, or --force --grace-period=0: removed at once
+    elif p.exists:
+        own = (p.raw or {}).get("spec", {}).get("terminationGracePeriodSeconds", 30)
+        p.deletion = (env.t, int(own if grace is None else grace))
 
 
 def _container_status(spec: dict[str, Any], c: _Container, instant: Instant) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from ledgerlet_core.contracts.registry import node_stream
 from ledgerlet_core.controllers.workloads import replica_set_for
 from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.k8s.objects import Workload
+from ledgerlet_core.model.k8s.selection import Selector
 from ledgerlet_core.scheduling.disruption import Controller, workload_controllers
 from ledgerlet_services.audit.kube_api import events as ev
 from ledgerlet_services.audit.kube_api.meta import ApiError, Instant, bad_request, parse_at
@@ -42,7 +43,6 @@ from ledgerlet_services.audit.kube_api.pods import POD_TYPES, build_pod, object_
 from ledgerlet_services.audit.kube_api.resources import Resource
 from ledgerlet_services.audit.kube_api.selectors import (
     FieldSelector,
-    LabelSelector,
     event_fields,
     namespace_fields,
     node_fields,
@@ -76,7 +76,7 @@ Cursor = tuple[int, str, int]
 @dataclass(frozen=True, slots=True)
 class Query:
     namespace: str | None
-    labels: LabelSelector
+    labels: Selector
     fields: FieldSelector
 
 
@@ -114,7 +114,7 @@ def decode_continue(token: str, instant: Instant, resource: str) -> Any:
 
 
 def _matches(obj: Mapping[str, Any], q: Query, fields: Mapping[str, str]) -> bool:
-    return q.labels.matches(obj.get("metadata", {}).get("labels")) and q.fields.matches(fields)
+    return q.labels.matches(obj.get("metadata", {}).get("labels") or {}) and q.fields.matches(fields)
 
 
 class KubeReader:
@@ -206,7 +206,7 @@ class KubeReader:
     ) -> AsyncIterator[tuple[str, dict[str, Any] | None]]:
         if q.namespace not in (None, LEASE_NAMESPACE):
             return
-        async for key, node in self.scan_nodes(i, Query(None, LabelSelector(), FieldSelector()), after):
+        async for key, node in self.scan_nodes(i, Query(None, Selector(), FieldSelector()), after):
             lease = lease_object(node, i) if node is not None else None
             meta = lease.get("metadata", {}) if lease else {}
             fields = {"metadata.name": meta.get("name", ""), "metadata.namespace": LEASE_NAMESPACE}
@@ -269,7 +269,7 @@ class KubeReader:
         return sorted(out, key=lambda kv: kv[0])
 
     async def _namespace_pods(self, i: Instant, namespace: str) -> list[dict[str, Any]]:
-        q = Query(namespace, LabelSelector(), FieldSelector())
+        q = Query(namespace, Selector(), FieldSelector())
         return [obj async for _, obj in self.scan_pods(i, q, None) if obj is not None]
 
     async def _controllers(self, i: Instant) -> dict[tuple[str, str, str], Controller]:
@@ -306,7 +306,7 @@ class KubeReader:
                     obj = with_quota_status(obj, pods_by_ns[ns])
             elif kind in WORKLOAD_KINDS and ns:
                 if kind == "DaemonSet" and nodes is None:
-                    everything = Query(None, LabelSelector(), FieldSelector())
+                    everything = Query(None, Selector(), FieldSelector())
                     nodes = [n async for _, n in self.scan_nodes(i, everything, None) if n is not None]
                 owned_by = replica_sets_of(obj, replica_sets) if kind == "Deployment" else ()
                 obj = with_workload_status(obj, pods_by_ns[ns], nodes or [], i, owned_by)
@@ -430,7 +430,7 @@ class KubeReader:
         if resource.kind in METRICS_KINDS:
             return await get_metrics(self, resource.kind, i, namespace, name)
         key = f"{namespace}/{name}" if resource.namespaced else name
-        q = Query(namespace or None, LabelSelector(), FieldSelector())
+        q = Query(namespace or None, Selector(), FieldSelector())
         async for k, obj in self.scan_simple(i, resource.kind, q, None):
             if k == key:
                 return obj
@@ -554,7 +554,7 @@ class KubeReader:
                 after_map = {k: lease_object(o, now) if o else None for k, o in after_map.items()}
                 before_map = {k: lease_object(o, before) if o else None for k, o in before_map.items()}
         else:
-            q = Query(None, LabelSelector(), FieldSelector())
+            q = Query(None, Selector(), FieldSelector())
             after_map = {
                 k: o for k, o in [kv async for kv in self.scan_simple(now, resource.kind, q, None)] if k in keys
             }

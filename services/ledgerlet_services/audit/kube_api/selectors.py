@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from ledgerlet_core.model.k8s.selection import Requirement, Selector, int64
 from ledgerlet_services.audit.kube_api.meta import bad_request
 
 _KEY = re.compile(
@@ -22,50 +23,8 @@ _KEY = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Requirement:
-    key: str
-    op: str  # =, !=, in, notin, exists, !, gt, lt
-    values: tuple[str, ...] = ()
-
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        has = self.key in labels
-        value = labels.get(self.key, "")
-        if self.op in ("=", "in"):
-            return has and value in self.values
-        if self.op in ("!=", "notin"):
-            return not has or value not in self.values
-        if self.op == "exists":
-            return has
-        if self.op == "!":
-            return not has
-        # upstream: the label's value as ``strconv.ParseInt(v, 10, 64)``, no match if it fails
-        number = go_int64(value) if has else None
-        if number is None:
-            return False
-        bound = go_int64(self.values[0])
-        assert bound is not None  # (checked when parsed)
-        return number > bound if self.op == "gt" else number < bound
-
-
-_GO_INT: Final = re.compile(r"[+-]?[0-9]+", re.ASCII)
-
-
-def go_int64(text: str) -> int | None:
-    """``strconv.ParseInt(text, 10, 64)``: ASCII digits after an optional sign, within an
-    int64; None where Go returns an error (a 5,000-digit number, superscripts)."""
-    if len(text) > 20 or not _GO_INT.fullmatch(text):
-        return None
-    value = int(text)
-    return value if -(1 << 63) <= value < (1 << 63) else None
-
-
-@dataclass(frozen=True, slots=True)
-class LabelSelector:
-    requirements: tuple[Requirement, ...] = ()
-
-    def matches(self, labels: Mapping[str, str] | None) -> bool:
-        return all(r.matches(labels or {}) for r in self.requirements)
+#: the facade's operators as the core's matcher names them (``selection.Requirement``)
+_OPS: Final = {"=": "In", "in": "In", "!=": "NotIn", "notin": "NotIn", "gt": "Gt", "lt": "Lt"}
 
 
 def _split_outside_parens(text: str) -> list[str]:
@@ -100,9 +59,10 @@ _SET = re.compile(r"^\s*(\S+?)\s+(in|notin)\s*\((.*)\)\s*$")
 _CMP = re.compile(r"^\s*([^!=<>\s]+)\s*(==|!=|=|>|<)\s*(\S*)\s*$")
 
 
-def parse_label_selector(text: str | None) -> LabelSelector:
+def parse_label_selector(text: str | None) -> Selector:
+    """The selector a request's ``labelSelector`` says, matched as the core matches (``selection``)."""
     if not text or not text.strip():
-        return LabelSelector()
+        return Selector()
     reqs: list[Requirement] = []
     for raw in _split_outside_parens(text):
         part = raw.strip()
@@ -110,23 +70,23 @@ def parse_label_selector(text: str | None) -> LabelSelector:
             raise bad_request(f"unable to parse requirement: empty requirement in selector {text!r}")
         if m := _SET.match(part):
             values = tuple(_check_value(v.strip(), text) for v in m.group(3).split(","))
-            reqs.append(Requirement(_check_key(m.group(1), text), m.group(2), values))
+            reqs.append(Requirement(_check_key(m.group(1), text), _OPS[m.group(2)], values))
         elif m := _CMP.match(part):
             key, op, value = m.group(1), m.group(2), m.group(3)
             _check_key(key, text)
             if op in (">", "<"):
-                if go_int64(value) is None:  # (NewRequirement: strconv.ParseInt(vals[i], 10, 64))
+                if int64(value) is None:  # (NewRequirement: strconv.ParseInt(vals[i], 10, 64))
                     raise bad_request(
                         f"unable to parse requirement: for 'gt', 'lt' operators, the value must be an integer: {part!r}"
                     )
-                reqs.append(Requirement(key, "gt" if op == ">" else "lt", (value,)))
+                reqs.append(Requirement(key, "Gt" if op == ">" else "Lt", (value,)))
             else:
-                reqs.append(Requirement(key, "!=" if op == "!=" else "=", (_check_value(value, text),)))
+                reqs.append(Requirement(key, "NotIn" if op == "!=" else "In", (_check_value(value, text),)))
         elif part.startswith("!"):
-            reqs.append(Requirement(_check_key(part[1:].strip(), text), "!"))
+            reqs.append(Requirement(_check_key(part[1:].strip(), text), "DoesNotExist", ()))
         else:
-            reqs.append(Requirement(_check_key(part, text), "exists"))
-    return LabelSelector(tuple(reqs))
+            reqs.append(Requirement(_check_key(part, text), "Exists", ()))
+    return Selector(tuple(reqs))
 
 
 @dataclass(frozen=True, slots=True)
