@@ -151,6 +151,19 @@ def test_ctrl_c_before_the_run_begins_ends_without_a_traceback(after: float, tmp
     assert "Traceback" not in err and "stopped" in err
 
 
+def _wait_until_caught(proc: subprocess.Popen[str], sig: signal.Signals, timeout: float = 30.0) -> None:
+    """Until the process has a handler for ``sig`` (its SigCgt mask in /proc says so)."""
+    deadline = time.monotonic() + timeout
+    status = Path(f"/proc/{proc.pid}/status")
+    while time.monotonic() < deadline:
+        caught = next((line.split()[1] for line in status.read_text().splitlines() if line.startswith("SigCgt:")), "0")
+        if int(caught, 16) & (1 << (sig - 1)):
+            return
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.005)
+    raise AssertionError(f"no handler for {sig.name} after {timeout} s")
+
+
 def _bulk_scenario(tmp_path: Path, pods: int = 40_000) -> Path:
     """memory-pressure.yaml with ``pods`` more pods: seconds of reading before the run."""
     bulk = "".join(
@@ -177,7 +190,12 @@ def test_sigterm_at_any_time_ends_with_143_and_a_message(after: float, entry: st
     cmd = [*head, "run", str(big), "--quiet"]
     cmd += ["--decisions", str(tmp_path / "d.jsonl"), "--store", f"sqlite:///{tmp_path / 'e.db'}"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(after)
+    began = time.monotonic()
+    # (no program can answer a signal before its first line runs: on a busy machine the
+    # interpreter alone may take longer than 0.15 s to get there, and the signal then
+    # killed the process, a failure of the test, not of ledgerlet)
+    _wait_until_caught(proc, signal.SIGTERM)
+    time.sleep(max(0.0, after - (time.monotonic() - began)))
     assert proc.poll() is None, proc.communicate()
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
