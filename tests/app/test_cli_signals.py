@@ -66,8 +66,8 @@ async def _kill_when_partly_stored(proc: subprocess.Popen[str], dsn: str, run: s
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_stops_the_run_cleanly(sig: signal.Signals, store_dsn: str, tmp_path: Path) -> None:
-    long = tmp_path / "long.yaml"  # about half a minute of work: the signal lands mid-run
-    long.write_text((EXAMPLES / "memory-pressure.yaml").read_text().replace("duration: 12m", "duration: 24h"))
+    long = tmp_path / "long.yaml"  # over a minute of work (24 h took 3 s): the signal lands mid-run
+    long.write_text((EXAMPLES / "memory-pressure.yaml").read_text().replace("duration: 12m", "duration: 720h"))
     cmd = [sys.executable, "-m", "ledgerlet_services.app.cli", "run", str(long), "--quiet", "--run-id", "cut"]
     cmd += ["--decisions", str(tmp_path / "d.jsonl"), "--store", store_dsn]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

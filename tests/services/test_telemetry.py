@@ -75,7 +75,7 @@ def test_ledgerlet_run_serves_prometheus_metrics_when_asked(tmp_path: Path) -> N
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     long = tmp_path / "long.yaml"
-    long.write_text((EXAMPLES / "memory-pressure.yaml").read_text().replace("duration: 12m", "duration: 24h"))
+    long.write_text((EXAMPLES / "memory-pressure.yaml").read_text().replace("duration: 12m", "duration: 720h"))
     env = {**os.environ, "OTEL_METRICS_EXPORTER": "prometheus", "OTEL_EXPORTER_PROMETHEUS_PORT": str(port)}
     cmd = [sys.executable, "-m", "ledgerlet_services.app.cli", "run", str(long), "--quiet", "--run-id", "m"]
     cmd += ["--decisions", str(tmp_path / "d.jsonl"), "--store", f"sqlite:///{tmp_path / 'e.db'}"]
