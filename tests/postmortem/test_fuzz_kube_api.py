@@ -37,6 +37,7 @@ def _call(case: Any, base_url: str) -> tuple[int, str, bytes]:
         return answer.status_code, answer.headers.get("content-type", ""), body
 
 
+@pytest.mark.slow  # (a minute and a half of generated requests: in make test, not make check)
 def test_no_request_fails_the_facade(audit_server: str) -> None:  # noqa: F811
     schema = schemathesis.openapi.from_dict(document())
     operations = [result.ok() for result in schema.get_all_operations()]

@@ -65,6 +65,7 @@ def _fill(folder: Path) -> None:
                 return
 
 
+@pytest.mark.slow  # (waits out a store's stated wait, or mounts a filesystem)
 def test_a_full_disk_ends_the_run_after_the_stated_wait(tmp_path: Path) -> None:
     scenario = _scenario(tmp_path)
     with tmpfs(tmp_path / "disk", size="256m") as mount:
@@ -118,6 +119,7 @@ def test_postgresql_gone_longer_than_the_wait_ends_the_run(cluster: private_pg.P
     assert asyncio.run(_state(dsn)) == "running"  # (abandoned two minutes on)
 
 
+@pytest.mark.slow  # (waits out a store's stated wait, or mounts a filesystem)
 def test_postgresql_away_for_less_than_the_wait_is_ridden_out(
     cluster: private_pg.PrivateCluster, tmp_path: Path
 ) -> None:

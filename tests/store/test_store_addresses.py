@@ -84,6 +84,7 @@ def test_serve_refuses_a_missing_sqlite_file_instead_of_serving_an_empty_store(t
     assert res.returncode == 2 and "no store at" in res.stderr, res.stderr
 
 
+@pytest.mark.slow  # (waits out a store's stated wait, or mounts a filesystem)
 def test_a_store_on_a_read_only_filesystem_is_read_but_never_written(tmp_path: Path) -> None:
     """It could not even be read (migrating takes the write lock; WAL wants its -shm file)."""
     with tmpfs(tmp_path / "ro") as mount:
