@@ -47,6 +47,7 @@ from ledgerlet_core.scheduling.filters import (
     UNRESOLVABLE,
     UNSCHEDULABLE,
     UNSCHEDULABLE_TAINT,
+    GroupedStatuses,
     NodeStatus,
     run_filters,
     untolerated_taint,
@@ -267,22 +268,32 @@ class Filtered:
             found = self._statuses[i] = _interned(code, reasons, plugin)
         return found
 
-    def statuses(self, rows: Int64s) -> list[NodeStatus]:
-        """The status of each row, nodes failing alike sharing one (built once per kind)."""
+    def grouped(self, rows: Int64s, names: Sequence[str]) -> GroupedStatuses:
+        """The status of each row (in the order given), rows failing alike sharing one
+        (built once per kind), held as groups of rows by status."""
         if not rows.size:
-            return []
-        kind = self._codes.kinds()
-        kind = np.where(self.fits, -1, kind)[rows]
+            return GroupedStatuses([], list)
+        kind = np.where(self.fits[rows], -1, self._codes.kinds(rows))
         for i in self._statuses:  # filtered node by node: a kind of their own
             kind = np.where(rows == i, -2 - i, kind)
-        found: dict[int, NodeStatus] = {-1: FITS}
-        out = []
-        for k, row in zip(kind.tolist(), rows.tolist(), strict=True):
-            status = found.get(k)
-            if status is None:
-                status = found[k] = self.status(row)
-            out.append(status)
-        return out
+        uniq, first, inverse = np.unique(kind, return_index=True, return_inverse=True)
+        groups: list[tuple[NodeStatus, list[str]]] = []
+        by_status: dict[int, int] = {}
+        group_of_kind = np.zeros(uniq.size, np.int64)
+        for u in np.argsort(first, kind="stable").tolist():  # kinds in the order first seen
+            status = FITS if uniq[u] == -1 else self.status(int(rows[first[u]]))
+            g = by_status.get(id(status))
+            if g is None:
+                g = by_status[id(status)] = len(groups)
+                groups.append((status, []))
+            group_of_kind[u] = g
+        group_of = group_of_kind[inverse.reshape(-1)]
+        if len(groups) == 1:
+            groups[0][1].extend([names[i] for i in rows.tolist()])
+        else:
+            for g, (_, into) in enumerate(groups):
+                into.extend([names[i] for i in rows[group_of == g].tolist()])
+        return GroupedStatuses(groups, lambda: zip([names[i] for i in rows.tolist()], group_of.tolist(), strict=True))
 
 
 _STATUSES: dict[tuple[str, tuple[str, ...], str], NodeStatus] = {}
@@ -585,17 +596,17 @@ class _Reasons(dict[int, tuple[str, tuple[str, ...], str]]):
         self._taint_reasons = taint_reasons
         self._too_many, self._short = too_many, short
 
-    def kinds(self) -> Int64s:
-        """Per node, a number that is the same for nodes failing for the same reasons."""
-        bits = np.zeros(len(self._table.names), np.int64)
+    def kinds(self, rows: Int64s) -> Int64s:
+        """Per row given, a number that is the same for nodes failing for the same reasons."""
+        bits = np.zeros(rows.size, np.int64)
         bit = 0
         for mask, *_ in (*self._before, *self._after):
-            bits |= mask.astype(np.int64) << bit
+            bits |= mask[rows].astype(np.int64) << bit
             bit += 1
-        bits |= self._too_many.astype(np.int64) << bit
+        bits |= self._too_many[rows].astype(np.int64) << bit
         for n, (_, mask) in enumerate(self._short):
-            bits |= mask.astype(np.int64) << (bit + 1 + n)
-        taint = np.where(self._before[2][0], self._table.taint_set + 1, 0)
+            bits |= mask[rows].astype(np.int64) << (bit + 1 + n)
+        taint = np.where(self._before[2][0][rows], self._table.taint_set[rows] + 1, 0)
         return bits | taint << 32
 
     def __missing__(self, i: int) -> tuple[str, tuple[str, ...], str]:
