@@ -326,3 +326,48 @@ def test_kept_score_columns_decide_as_fresh_ones_while_pods_bind(seed: int) -> N
             nodes[row].add(pod)
             table.refresh(row, nodes[row])
             index.added(pod, row)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_per_domain_counts_kept_while_pods_come_and_go_are_fresh_ones(seed: int) -> None:
+    """Pods placed one after another and others removed, the cache's index moved by each:
+    the vector cycle (InterPodAffinity's PreFilter reading the index's counts per domain,
+    kept from one pod to the next) decides as the node-by-node one, and every kept count
+    per domain equals one summed afresh."""
+    import dataclasses
+
+    rng = random.Random(12000 + seed)
+    nodes, _, _ = make_cluster(rng)
+    parts = vector_parts(nodes)
+    table, index = parts["table"], parts["index"]
+    settings = SchedulerConfig(percentage_of_nodes_to_score=rng.choice([0, 50, 100]))
+    shapes = [pod_info(make_pod(rng, f"shape-{k}", nodes=len(nodes))) for k in range(3)]
+    start = 0
+    for attempt in range(12):
+        shape = rng.choice(shapes)
+        pod = dataclasses.replace(shape, key=f"default/placed-{attempt}", name=f"placed-{attempt}", uid=f"u{attempt}")
+        kw: dict[str, Any] = {"now": 200 * 10**9, "start_index": start}
+        plain = schedule_one(pod, nodes, {}, [], settings, **kw)
+        vector = schedule_one(pod, nodes, {}, [], settings, table=table, index=index, **kw)
+        assert essentials(vector) == essentials(plain)
+        start = plain.next_start
+        if plain.node:
+            row = table.index[plain.node]
+            nodes[row].add(pod)
+            table.refresh(row, nodes[row])
+            index.added(pod, row)
+        row = rng.randrange(len(nodes))
+        if nodes[row].pods and rng.random() < 0.5:
+            gone = nodes[row].remove(rng.choice(list(nodes[row].pods)))
+            assert gone is not None
+            table.refresh(row, nodes[row])
+            index.removed(gone, row)
+        fresh = PodIndex()
+        fresh.reset(nodes)
+        for term in index.terms():
+            key = term[2].topology_key
+            d = table.domains(key)
+            kept = index.per_domain(d, key, term=term).tolist()
+            assert kept == (fresh.per_domain(d, key, term=term).tolist() if term in fresh.terms() else [0] * d.n)
+            match = (term[2].match,)
+            assert index.per_domain(d, key, match).tolist() == fresh.per_domain(d, key, match).tolist()
