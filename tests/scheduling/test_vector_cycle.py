@@ -14,6 +14,7 @@ from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.k8s.defaults import apply_defaults
 from ledgerlet_core.model.k8s.objects import LabelSelector, Pod, Taint
 from ledgerlet_core.model.k8s.selection import label_selector
+from ledgerlet_core.scheduling import records
 from ledgerlet_core.scheduling.config import SchedulerConfig
 from ledgerlet_core.scheduling.cycle import CycleResult, schedule_one
 from ledgerlet_core.scheduling.index import PodIndex
@@ -216,6 +217,8 @@ def essentials(r: CycleResult) -> dict[str, Any]:
     return {
         "node": r.node,
         "statuses": list(r.statuses.items()),
+        "count": len(r.statuses),
+        "filtered": records.filtered(r.statuses),
         "feasible": r.feasible,
         "reasons": r.reasons,
         "message": r.message,

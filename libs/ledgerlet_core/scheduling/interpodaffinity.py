@@ -160,13 +160,14 @@ def vector_filter_state(pod: PodInfo, table: NodeTable, index: PodIndex) -> Filt
     return state
 
 
-def _node_counts(counts: PairCounts, table: NodeTable, key: str) -> Int64s:
+def _positive(counts: PairCounts, table: NodeTable, key: str) -> Bools:
+    """The rows whose domain of ``key`` holds a positive count (a row without the key: no)."""
     c = counts.by_key.get(key)
-    ids = table.domains(key).ids
-    if c is None:
-        return np.zeros(ids.size, np.int64)
+    d = table.domains(key)
+    if c is None or not d.n:
+        return np.zeros(d.ids.size, np.bool_)
     assert isinstance(c, ArrayCounts)
-    return c.per_node(ids)
+    return ((c.counts > 0) & c.present)[d.ids] & d.labelled
 
 
 def vector_filter(state: FilterState, table: NodeTable) -> tuple[Bools, Bools, Bools]:
@@ -178,17 +179,17 @@ def vector_filter(state: FilterState, table: NodeTable) -> tuple[Bools, Bools, B
     exist = np.ones(n, np.bool_)
     for t in pod.sched.affinity:
         missing |= table.domains(t.topology_key).ids < 0
-        exist &= _node_counts(state.affinity, table, t.topology_key) > 0
+        exist &= _positive(state.affinity, table, t.topology_key)
     if pod.sched.affinity and state.affinity.empty() and matches_all(pod.sched.affinity, pod):
         exist[:] = True
     affinity_bad = missing | ~exist
     anti_bad = np.zeros(n, np.bool_)
     if not state.anti.empty():
         for t in pod.sched.anti_affinity:
-            anti_bad |= _node_counts(state.anti, table, t.topology_key) > 0
+            anti_bad |= _positive(state.anti, table, t.topology_key)
     existing_bad = np.zeros(n, np.bool_)
     for key in state.existing.by_key:
-        existing_bad |= _node_counts(state.existing, table, key) > 0
+        existing_bad |= _positive(state.existing, table, key)
     anti_bad &= ~affinity_bad
     existing_bad &= ~affinity_bad & ~anti_bad
     return affinity_bad, anti_bad, existing_bad

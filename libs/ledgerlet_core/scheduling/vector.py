@@ -276,6 +276,10 @@ class Filtered:
         kind = np.where(self.fits[rows], -1, self._codes.kinds(rows))
         for i in self._statuses:  # filtered node by node: a kind of their own
             kind = np.where(rows == i, -2 - i, kind)
+        if not (kind != kind[0]).any():  # all alike (the common case): one group
+            status = FITS if kind[0] == -1 else self.status(int(rows[0]))
+            group = [names[i] for i in rows.tolist()]
+            return GroupedStatuses([(status, group)], lambda: ((name, 0) for name in group))
         uniq, first, inverse = np.unique(kind, return_index=True, return_inverse=True)
         groups: list[tuple[NodeStatus, list[str]]] = []
         by_status: dict[int, int] = {}
@@ -288,11 +292,8 @@ class Filtered:
                 groups.append((status, []))
             group_of_kind[u] = g
         group_of = group_of_kind[inverse.reshape(-1)]
-        if len(groups) == 1:
-            groups[0][1].extend([names[i] for i in rows.tolist()])
-        else:
-            for g, (_, into) in enumerate(groups):
-                into.extend([names[i] for i in rows[group_of == g].tolist()])
+        for g, (_, into) in enumerate(groups):
+            into.extend([names[i] for i in rows[group_of == g].tolist()])
         return GroupedStatuses(groups, lambda: zip([names[i] for i in rows.tolist()], group_of.tolist(), strict=True))
 
 
