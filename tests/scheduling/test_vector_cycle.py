@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 
 from ledgerlet_core.model.codec import convert
@@ -374,3 +375,38 @@ def test_per_domain_counts_kept_while_pods_come_and_go_are_fresh_ones(seed: int)
             assert kept == (fresh.per_domain(d, key, term=term).tolist() if term in fresh.terms() else [0] * d.n)
             match = (term[2].match,)
             assert index.per_domain(d, key, match).tolist() == fresh.per_domain(d, key, match).tolist()
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_the_table_built_at_once_is_the_table_built_row_by_row(seed: int) -> None:
+    """``NodeTable.build`` fills every column at once: the same columns and interned sets
+    as refreshing each row in turn."""
+    nodes, _, _ = make_cluster(random.Random(seed))
+    built = NodeTable.build(nodes)
+    by_rows = NodeTable.build([])
+    by_rows.names = [n.name for n in nodes]
+    by_rows.index = {name: i for i, name in enumerate(by_rows.names)}
+    resources = sorted({k for n in nodes for k in (*n.allocatable, *n.requested)} - {"pods"})
+    size = len(nodes)
+    by_rows.alloc = {r: np.zeros(size, np.int64) for r in resources}
+    by_rows.requested = {r: np.zeros(size, np.int64) for r in resources}
+    for column in ("nonzero_cpu", "nonzero_memory", "pods", "allowed_pods", "taint_set", "port_set"):
+        setattr(by_rows, column, np.zeros(size, np.int64))
+    by_rows.unschedulable = np.zeros(size, np.bool_)
+    by_rows.label_set = np.full(size, -1, np.int64)
+    by_rows.image_set = np.full(size, -1, np.int64)
+    for i, node in enumerate(nodes):
+        by_rows.refresh(i, node)
+    assert built.exact == by_rows.exact
+    for name in ("alloc", "requested"):
+        assert {r: v.tolist() for r, v in getattr(built, name).items()} == {
+            r: v.tolist() for r, v in getattr(by_rows, name).items()
+        }
+    for column in (
+        "nonzero_cpu", "nonzero_memory", "pods", "allowed_pods", "unschedulable", "taint_set", "label_set",
+        "port_set", "image_set",
+    ):  # fmt: skip
+        assert getattr(built, column).tolist() == getattr(by_rows, column).tolist(), column
+        assert getattr(built, column).dtype == getattr(by_rows, column).dtype, column
+    for sets in ("taint_sets", "label_sets", "port_sets", "image_sets"):
+        assert getattr(built, sets) == getattr(by_rows, sets), sets
