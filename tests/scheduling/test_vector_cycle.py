@@ -8,12 +8,14 @@ from __future__ import annotations
 import random
 from typing import Any
 
+import numpy as np
 import pytest
 
 from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.k8s.defaults import apply_defaults
 from ledgerlet_core.model.k8s.objects import LabelSelector, Pod, Taint
 from ledgerlet_core.model.k8s.selection import label_selector
+from ledgerlet_core.scheduling import records
 from ledgerlet_core.scheduling.config import SchedulerConfig
 from ledgerlet_core.scheduling.cycle import CycleResult, schedule_one
 from ledgerlet_core.scheduling.index import PodIndex
@@ -216,6 +218,8 @@ def essentials(r: CycleResult) -> dict[str, Any]:
     return {
         "node": r.node,
         "statuses": list(r.statuses.items()),
+        "count": len(r.statuses),
+        "filtered": records.filtered(r.statuses),
         "feasible": r.feasible,
         "reasons": r.reasons,
         "message": r.message,
@@ -326,3 +330,83 @@ def test_kept_score_columns_decide_as_fresh_ones_while_pods_bind(seed: int) -> N
             nodes[row].add(pod)
             table.refresh(row, nodes[row])
             index.added(pod, row)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_per_domain_counts_kept_while_pods_come_and_go_are_fresh_ones(seed: int) -> None:
+    """Pods placed one after another and others removed, the cache's index moved by each:
+    the vector cycle (InterPodAffinity's PreFilter reading the index's counts per domain,
+    kept from one pod to the next) decides as the node-by-node one, and every kept count
+    per domain equals one summed afresh."""
+    import dataclasses
+
+    rng = random.Random(12000 + seed)
+    nodes, _, _ = make_cluster(rng)
+    parts = vector_parts(nodes)
+    table, index = parts["table"], parts["index"]
+    settings = SchedulerConfig(percentage_of_nodes_to_score=rng.choice([0, 50, 100]))
+    shapes = [pod_info(make_pod(rng, f"shape-{k}", nodes=len(nodes))) for k in range(3)]
+    start = 0
+    for attempt in range(12):
+        shape = rng.choice(shapes)
+        pod = dataclasses.replace(shape, key=f"default/placed-{attempt}", name=f"placed-{attempt}", uid=f"u{attempt}")
+        kw: dict[str, Any] = {"now": 200 * 10**9, "start_index": start}
+        plain = schedule_one(pod, nodes, {}, [], settings, **kw)
+        vector = schedule_one(pod, nodes, {}, [], settings, table=table, index=index, **kw)
+        assert essentials(vector) == essentials(plain)
+        start = plain.next_start
+        if plain.node:
+            row = table.index[plain.node]
+            nodes[row].add(pod)
+            table.refresh(row, nodes[row])
+            index.added(pod, row)
+        row = rng.randrange(len(nodes))
+        if nodes[row].pods and rng.random() < 0.5:
+            gone = nodes[row].remove(rng.choice(list(nodes[row].pods)))
+            assert gone is not None
+            table.refresh(row, nodes[row])
+            index.removed(gone, row)
+        fresh = PodIndex()
+        fresh.reset(nodes)
+        for term in index.terms():
+            key = term[2].topology_key
+            d = table.domains(key)
+            kept = index.per_domain(d, key, term=term).tolist()
+            assert kept == (fresh.per_domain(d, key, term=term).tolist() if term in fresh.terms() else [0] * d.n)
+            match = (term[2].match,)
+            assert index.per_domain(d, key, match).tolist() == fresh.per_domain(d, key, match).tolist()
+
+
+@pytest.mark.parametrize("seed", range(100))
+def test_the_table_built_at_once_is_the_table_built_row_by_row(seed: int) -> None:
+    """``NodeTable.build`` fills every column at once: the same columns and interned sets
+    as refreshing each row in turn."""
+    nodes, _, _ = make_cluster(random.Random(seed))
+    built = NodeTable.build(nodes)
+    by_rows = NodeTable.build([])
+    by_rows.names = [n.name for n in nodes]
+    by_rows.index = {name: i for i, name in enumerate(by_rows.names)}
+    resources = sorted({k for n in nodes for k in (*n.allocatable, *n.requested)} - {"pods"})
+    size = len(nodes)
+    by_rows.alloc = {r: np.zeros(size, np.int64) for r in resources}
+    by_rows.requested = {r: np.zeros(size, np.int64) for r in resources}
+    for column in ("nonzero_cpu", "nonzero_memory", "pods", "allowed_pods", "taint_set", "port_set"):
+        setattr(by_rows, column, np.zeros(size, np.int64))
+    by_rows.unschedulable = np.zeros(size, np.bool_)
+    by_rows.label_set = np.full(size, -1, np.int64)
+    by_rows.image_set = np.full(size, -1, np.int64)
+    for i, node in enumerate(nodes):
+        by_rows.refresh(i, node)
+    assert built.exact == by_rows.exact
+    for name in ("alloc", "requested"):
+        assert {r: v.tolist() for r, v in getattr(built, name).items()} == {
+            r: v.tolist() for r, v in getattr(by_rows, name).items()
+        }
+    for column in (
+        "nonzero_cpu", "nonzero_memory", "pods", "allowed_pods", "unschedulable", "taint_set", "label_set",
+        "port_set", "image_set",
+    ):  # fmt: skip
+        assert getattr(built, column).tolist() == getattr(by_rows, column).tolist(), column
+        assert getattr(built, column).dtype == getattr(by_rows, column).dtype, column
+    for sets in ("taint_sets", "label_sets", "port_sets", "image_sets"):
+        assert getattr(built, sets) == getattr(by_rows, sets), sets

@@ -36,7 +36,7 @@ PREFILTER_LEFT_OUT: Final = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
 class CycleResult:
     node: str = ""
     #: the nodes the cycle evaluated that failed filtering, in the order evaluated
-    statuses: dict[str, NodeStatus] = field(default_factory=dict)
+    statuses: Mapping[str, NodeStatus] = field(default_factory=dict)
     #: how many evaluated nodes passed filtering
     feasible: int = 0
     scores: list[NodeScore] = field(default_factory=list)
@@ -182,9 +182,7 @@ def _vector_cycle(
     found = np.cumsum(fits)
     processed = int(np.searchsorted(found, want)) + 1 if count and found[-1] >= want else count
     evaluated = rotated[:processed]
-    names = table.names
-    failing = evaluated[~fits[:processed]]
-    statuses = dict(zip([names[i] for i in failing.tolist()], filtered.statuses(failing), strict=True))
+    statuses = filtered.grouped(evaluated[~fits[:processed]], table.names)
     feasible = evaluated[fits[:processed]]
     next_start = (start_index + processed) % total
     if feasible.size == 0:
@@ -218,7 +216,7 @@ def _vector_cycle(
 def _unfeasible(
     pod: PodInfo,
     nodes: Sequence[NodeInfo],
-    statuses: dict[str, NodeStatus],
+    statuses: Mapping[str, NodeStatus],
     nominated_by_node: Mapping[str, Sequence[PodInfo]],
     pdbs: Sequence[PDB],
     settings: SchedulerConfig,

@@ -12,7 +12,7 @@ must pass with them and without them (``RunFilterPluginsWithNominatedPods``).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -51,6 +51,38 @@ class NodeStatus:
 
 
 FITS: Final = NodeStatus()
+
+
+class GroupedStatuses(Mapping[str, NodeStatus]):
+    """Failing nodes' statuses as groups of nodes sharing one status object: each group's
+    nodes in the order evaluated, the groups in the order of their first node. A decision's
+    lists are made from the groups (a few), not node by node (hundreds per cycle); the map
+    node -> status, in the order evaluated, is made only when something reads it."""
+
+    __slots__ = ("_map", "_order", "groups")
+
+    def __init__(
+        self, groups: list[tuple[NodeStatus, list[str]]], order: Callable[[], Iterable[tuple[str, int]]]
+    ) -> None:
+        self.groups = groups
+        #: gives (node, its group number) in the order evaluated
+        self._order = order
+        self._map: dict[str, NodeStatus] | None = None
+
+    def _dict(self) -> dict[str, NodeStatus]:
+        if self._map is None:
+            self._map = {name: self.groups[g][0] for name, g in self._order()}
+        return self._map
+
+    def __getitem__(self, name: str) -> NodeStatus:
+        return self._dict()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._dict())
+
+    def __len__(self) -> int:
+        return sum(len(names) for _, names in self.groups)
+
 
 UNSCHEDULABLE_TAINT: Final = Taint(key=TAINT_NODE_UNSCHEDULABLE, effect=NO_SCHEDULE)
 

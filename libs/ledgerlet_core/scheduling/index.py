@@ -8,6 +8,9 @@ instead of looking at every pod on every node for every pod they place.
   counts looked at least recently are dropped beyond :data:`KEPT`.
 * For each (anti-)affinity term some existing pod carries: how many pods on each node
   carry it (the existing pods' side of the filter and the score).
+* Either, summed per domain of a topology key once asked for (:meth:`PodIndex.per_domain`),
+  then moved by one with the node's count: InterPodAffinity's PreFilter reads its counts
+  per (key, value) without summing 5,000 hostnames again for every pod it places.
 
 Rows follow the node table (:mod:`.vector`); when the table is rebuilt (a node added or
 removed) the counts are made again.
@@ -17,12 +20,12 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 import numpy as np
 
-from ledgerlet_core.scheduling.domains import Int64s
+from ledgerlet_core.scheduling.domains import Domains, Int64s
 from ledgerlet_core.scheduling.terms import AffinityTerm, PodMatch
 
 if TYPE_CHECKING:
@@ -58,11 +61,37 @@ def _pivot(m: PodMatch) -> tuple[str, ...] | None:
     return (ns,)
 
 
+class _PerDomain:
+    """A per-node count summed per domain of some topology keys (each valid while the
+    node table keeps the same :class:`Domains` for the key)."""
+
+    __slots__ = ("by_key",)
+
+    def __init__(self) -> None:
+        self.by_key: dict[str, tuple[Domains, Int64s]] = {}
+
+    def get(self, key: str, d: Domains, per_row: Int64s) -> Int64s:
+        found = self.by_key.get(key)
+        if found is None or found[0] is not d:
+            sel = d.labelled
+            counts = np.bincount(d.ids[sel], weights=per_row[sel], minlength=d.n).astype(np.int64)[: d.n]
+            found = self.by_key[key] = (d, counts)
+        return found[1]
+
+    def move(self, row: int, delta: int) -> None:
+        for d, counts in self.by_key.values():
+            i = int(d.ids[row])
+            if i >= 0:
+                counts[i] += delta
+
+
 @dataclass(slots=True, eq=False)
 class _Count:
     matches: Matches
     all: Int64s
     live: Int64s
+    #: ``all`` per domain
+    domains: _PerDomain = field(default_factory=_PerDomain)
 
     def holds(self, p: PodInfo) -> bool:
         return all(m.matches(p.namespace, p.labels) for m in self.matches)
@@ -74,6 +103,7 @@ class PodIndex:
         self._counts: OrderedDict[Matches, _Count] = OrderedDict()
         self._filed: dict[tuple[str, ...] | None, list[_Count]] = {}
         self._terms: dict[TermKey, Int64s] | None = None
+        self._term_domains: dict[TermKey, _PerDomain] = {}
 
     def reset(self, nodes: Sequence[NodeInfo]) -> None:
         """The node table was built again (``nodes``: its rows, in order)."""
@@ -81,6 +111,7 @@ class PodIndex:
         self._counts.clear()
         self._filed.clear()
         self._terms = None
+        self._term_domains.clear()
 
     # -- reading --------------------------------------------------------------------------
     def _count(self, matches: Matches) -> _Count:
@@ -119,6 +150,16 @@ class PodIndex:
                     self._move_terms(p, row, 1)
         return self._terms
 
+    def per_domain(self, d: Domains, key: str, matches: Matches | None = None, term: TermKey | None = None) -> Int64s:
+        """:meth:`every` (``matches``) or a term's count (``term``) summed per domain of
+        ``d`` (the node table's domains of the topology ``key``): a copy, the caller's."""
+        if matches is not None:
+            c = self._count(matches)
+            return c.domains.get(key, d, c.all).copy()
+        assert term is not None
+        per_row = self.terms()[term]
+        return self._term_domains.setdefault(term, _PerDomain()).get(key, d, per_row).copy()
+
     # -- pods coming and going ---------------------------------------------------------------
     def _candidates(self, p: PodInfo) -> list[_Count]:
         out = list(self._filed.get(None, ()))
@@ -134,6 +175,9 @@ class PodIndex:
             if arr is None:
                 arr = self._terms[key] = np.zeros(len(self._nodes), np.int64)
             arr[row] += delta
+            kept = self._term_domains.get(key)
+            if kept is not None:
+                kept.move(row, delta)
 
     def added(self, p: PodInfo, row: int) -> None:
         if not self._filed and self._terms is None:
@@ -142,6 +186,7 @@ class PodIndex:
             if c.holds(p):
                 c.all[row] += 1
                 c.live[row] += not p.terminating
+                c.domains.move(row, 1)
         if self._terms is not None and p.sched.has_affinity_terms:
             self._move_terms(p, row, 1)
 
@@ -152,6 +197,7 @@ class PodIndex:
             if c.holds(p):
                 c.all[row] -= 1
                 c.live[row] -= not p.terminating
+                c.domains.move(row, -1)
         if self._terms is not None and p.sched.has_affinity_terms:
             self._move_terms(p, row, -1)
 

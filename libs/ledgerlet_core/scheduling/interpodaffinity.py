@@ -123,10 +123,9 @@ def filter_node(state: FilterState, node: NodeInfo) -> tuple[bool, str] | None:
     return None
 
 
-def _per_key(table: NodeTable, key: str, per_row: Int64s, rows: Bools | None = None) -> ArrayCounts:
+def _per_key(table: NodeTable, key: str, counts: Int64s) -> ArrayCounts:
     d = table.domains(key)
-    sel = d.ids >= 0 if rows is None else (d.ids >= 0) & rows
-    return ArrayCounts(d.id_of, d.counts(sel, per_row), np.ones(d.n, np.bool_))
+    return ArrayCounts(d.id_of, counts, np.ones(d.n, np.bool_))
 
 
 def _add(counts: PairCounts, key: str, arr: ArrayCounts) -> None:
@@ -139,30 +138,36 @@ def _add(counts: PairCounts, key: str, arr: ArrayCounts) -> None:
 
 
 def vector_filter_state(pod: PodInfo, table: NodeTable, index: PodIndex) -> FilterState | None:
-    """:func:`filter_state` from the cache's per-node counts."""
+    """:func:`filter_state` from the cache's counts per node, summed per domain (kept by
+    the index from one pod to the next)."""
     state = FilterState(pod, PairCounts(), PairCounts(), PairCounts(), table)
-    for (kind, _, term), per_row in index.terms().items():
+    for term_key in index.terms():
+        kind, _, term = term_key
         if kind == "anti" and term.match.matches(pod.namespace, pod.labels):
-            _add(state.existing, term.topology_key, _per_key(table, term.topology_key, per_row))
+            key = term.topology_key
+            _add(state.existing, key, _per_key(table, key, index.per_domain(table.domains(key), key, term=term_key)))
     aff, anti = pod.sched.affinity, pod.sched.anti_affinity
     if aff:
-        together = index.every(tuple(t.match for t in aff))
+        together = tuple(t.match for t in aff)
         for t in aff:
-            _add(state.affinity, t.topology_key, _per_key(table, t.topology_key, together))
+            key = t.topology_key
+            _add(state.affinity, key, _per_key(table, key, index.per_domain(table.domains(key), key, together)))
     for t in anti:
-        _add(state.anti, t.topology_key, _per_key(table, t.topology_key, index.every((t.match,))))
+        key = t.topology_key
+        _add(state.anti, key, _per_key(table, key, index.per_domain(table.domains(key), key, (t.match,))))
     if state.existing.empty() and not aff and not anti:
         return None
     return state
 
 
-def _node_counts(counts: PairCounts, table: NodeTable, key: str) -> Int64s:
+def _positive(counts: PairCounts, table: NodeTable, key: str) -> Bools:
+    """The rows whose domain of ``key`` holds a positive count (a row without the key: no)."""
     c = counts.by_key.get(key)
-    ids = table.domains(key).ids
-    if c is None:
-        return np.zeros(ids.size, np.int64)
+    d = table.domains(key)
+    if c is None or not d.n:
+        return np.zeros(d.ids.size, np.bool_)
     assert isinstance(c, ArrayCounts)
-    return c.per_node(ids)
+    return ((c.counts > 0) & c.present)[d.ids] & d.labelled
 
 
 def vector_filter(state: FilterState, table: NodeTable) -> tuple[Bools, Bools, Bools]:
@@ -174,17 +179,17 @@ def vector_filter(state: FilterState, table: NodeTable) -> tuple[Bools, Bools, B
     exist = np.ones(n, np.bool_)
     for t in pod.sched.affinity:
         missing |= table.domains(t.topology_key).ids < 0
-        exist &= _node_counts(state.affinity, table, t.topology_key) > 0
+        exist &= _positive(state.affinity, table, t.topology_key)
     if pod.sched.affinity and state.affinity.empty() and matches_all(pod.sched.affinity, pod):
         exist[:] = True
     affinity_bad = missing | ~exist
     anti_bad = np.zeros(n, np.bool_)
     if not state.anti.empty():
         for t in pod.sched.anti_affinity:
-            anti_bad |= _node_counts(state.anti, table, t.topology_key) > 0
+            anti_bad |= _positive(state.anti, table, t.topology_key)
     existing_bad = np.zeros(n, np.bool_)
     for key in state.existing.by_key:
-        existing_bad |= _node_counts(state.existing, table, key) > 0
+        existing_bad |= _positive(state.existing, table, key)
     anti_bad &= ~affinity_bad
     existing_bad &= ~affinity_bad & ~anti_bad
     return affinity_bad, anti_bad, existing_bad

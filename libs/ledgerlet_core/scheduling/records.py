@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.model.k8s.resources import quantities
 from ledgerlet_core.scheduling.cycle import CycleResult
-from ledgerlet_core.scheduling.filters import NodeStatus
+from ledgerlet_core.scheduling.filters import GroupedStatuses, NodeStatus
 from ledgerlet_core.scheduling.info import PodInfo
 from ledgerlet_core.scheduling.preemption import Preemption
 
@@ -19,21 +19,26 @@ TOP_CANDIDATES = 10
 
 def filtered(statuses: Mapping[str, NodeStatus]) -> dict[str, list[str]]:
     """Nodes by the reason a filter refused them. Nodes failing alike share one status
-    object (:mod:`.vector`): grouped by it first, each reason's list is made once."""
-    groups: dict[int, tuple[NodeStatus, list[str]]] = {}
-    for node, s in statuses.items():
-        group = groups.get(id(s))
-        if group is None:
-            groups[id(s)] = (s, [node])
-        else:
-            group[1].append(node)
+    object (:mod:`.vector`): grouped by it first (the vector cycle hands them over grouped),
+    each reason's list is made once."""
+    if isinstance(statuses, GroupedStatuses):
+        groups = statuses.groups
+    else:
+        by_id: dict[int, tuple[NodeStatus, list[str]]] = {}
+        for node, s in statuses.items():
+            group = by_id.get(id(s))
+            if group is None:
+                by_id[id(s)] = (s, [node])
+            else:
+                group[1].append(node)
+        groups = list(by_id.values())
     seen: set[str] = set()
-    for s, _ in groups.values():
+    for s, _ in groups:
         if seen.intersection(s.reasons) or len(set(s.reasons)) != len(s.reasons):
             return _filtered_node_by_node(statuses)  # a reason in two groups: keep node order
         seen.update(s.reasons)
     out: dict[str, list[str]] = {}
-    for s, names in groups.values():
+    for s, names in groups:
         for r in s.reasons:
             out[r] = names if len(s.reasons) == 1 else list(names)
     return out

@@ -47,6 +47,7 @@ from ledgerlet_core.scheduling.filters import (
     UNRESOLVABLE,
     UNSCHEDULABLE,
     UNSCHEDULABLE_TAINT,
+    GroupedStatuses,
     NodeStatus,
     run_filters,
     untolerated_taint,
@@ -78,6 +79,12 @@ def _unit(resource: str, nanos: int) -> int | None:
     if resource in BYTE_RESOURCES:
         return nanos // NANO if nanos % NANO == 0 else None
     return nanos
+
+
+def _held(values: list[int | None], *, bound: bool = True) -> list[int] | None:
+    """``values`` when every one is held exactly (and, ``bound``, below 2**62 in size)."""
+    out = [v for v in values if v is not None and (not bound or abs(v) < 2**62)]
+    return out if len(out) == len(values) else None
 
 
 @dataclass(slots=True)
@@ -139,9 +146,38 @@ class NodeTable:
         t.label_set = np.full(n, -1, np.int64)
         t.port_set = np.zeros(n, np.int64)
         t.image_set = np.full(n, -1, np.int64)
-        for i, node in enumerate(nodes):
-            t.refresh(i, node)
+        if not t._fill(nodes, resources):  # a value not held exactly: row by row, as refresh has it
+            for i, node in enumerate(nodes):
+                t.refresh(i, node)
         return t
+
+    def _fill(self, nodes: Sequence[NodeInfo], resources: list[str]) -> bool:
+        """Every row at once, as :meth:`refresh` row by row would leave it (the first pod of a
+        5,000-node cluster waited for 5,000 refreshes); False (nothing changed) when some
+        value cannot be held exactly."""
+        columns: dict[str, tuple[list[int], list[int]]] = {}
+        for r in resources:
+            a = _held([_unit(r, node.allocatable.get(r, 0)) for node in nodes])
+            q = _held([_unit(r, node.requested.get(r, 0)) for node in nodes])
+            if a is None or q is None:
+                return False
+            columns[r] = (a, q)
+        memory = _held([_unit("memory", node.nonzero_memory) for node in nodes], bound=False)
+        if memory is None:
+            return False
+        for r, (a, q) in columns.items():
+            self.alloc[r] = np.array(a, np.int64)
+            self.requested[r] = np.array(q, np.int64)
+        self.nonzero_cpu = np.array([node.nonzero_cpu for node in nodes], np.int64)
+        self.nonzero_memory = np.array(memory, np.int64)
+        self.pods = np.array([len(node.pods) for node in nodes], np.int64)
+        self.allowed_pods = np.array([node.allowed_pods for node in nodes], np.int64)
+        self.unschedulable = np.array([node.unschedulable for node in nodes], np.bool_)
+        self.taint_set = np.array([self._intern_taints(tuple(node.taints)) for node in nodes], np.int64)
+        self.label_set = np.array([self._intern_labels(tuple(sorted(node.labels.items()))) for node in nodes], np.int64)
+        self.port_set = np.array([self._intern_ports(node.ports) for node in nodes], np.int64)
+        self.image_set = np.array([self._intern_images(node.images) for node in nodes], np.int64)
+        return True
 
     def refresh(self, i: int, node: NodeInfo) -> None:
         """Row ``i`` from the node as the cache holds it now."""
@@ -267,22 +303,33 @@ class Filtered:
             found = self._statuses[i] = _interned(code, reasons, plugin)
         return found
 
-    def statuses(self, rows: Int64s) -> list[NodeStatus]:
-        """The status of each row, nodes failing alike sharing one (built once per kind)."""
+    def grouped(self, rows: Int64s, names: Sequence[str]) -> GroupedStatuses:
+        """The status of each row (in the order given), rows failing alike sharing one
+        (built once per kind), held as groups of rows by status."""
         if not rows.size:
-            return []
-        kind = self._codes.kinds()
-        kind = np.where(self.fits, -1, kind)[rows]
+            return GroupedStatuses([], list)
+        kind = np.where(self.fits[rows], -1, self._codes.kinds(rows))
         for i in self._statuses:  # filtered node by node: a kind of their own
             kind = np.where(rows == i, -2 - i, kind)
-        found: dict[int, NodeStatus] = {-1: FITS}
-        out = []
-        for k, row in zip(kind.tolist(), rows.tolist(), strict=True):
-            status = found.get(k)
-            if status is None:
-                status = found[k] = self.status(row)
-            out.append(status)
-        return out
+        if not (kind != kind[0]).any():  # all alike (the common case): one group
+            status = FITS if kind[0] == -1 else self.status(int(rows[0]))
+            group = [names[i] for i in rows.tolist()]
+            return GroupedStatuses([(status, group)], lambda: ((name, 0) for name in group))
+        uniq, first, inverse = np.unique(kind, return_index=True, return_inverse=True)
+        groups: list[tuple[NodeStatus, list[str]]] = []
+        by_status: dict[int, int] = {}
+        group_of_kind = np.zeros(uniq.size, np.int64)
+        for u in np.argsort(first, kind="stable").tolist():  # kinds in the order first seen
+            status = FITS if uniq[u] == -1 else self.status(int(rows[first[u]]))
+            g = by_status.get(id(status))
+            if g is None:
+                g = by_status[id(status)] = len(groups)
+                groups.append((status, []))
+            group_of_kind[u] = g
+        group_of = group_of_kind[inverse.reshape(-1)]
+        for g, (_, into) in enumerate(groups):
+            into.extend([names[i] for i in rows[group_of == g].tolist()])
+        return GroupedStatuses(groups, lambda: zip([names[i] for i in rows.tolist()], group_of.tolist(), strict=True))
 
 
 _STATUSES: dict[tuple[str, tuple[str, ...], str], NodeStatus] = {}
@@ -585,17 +632,17 @@ class _Reasons(dict[int, tuple[str, tuple[str, ...], str]]):
         self._taint_reasons = taint_reasons
         self._too_many, self._short = too_many, short
 
-    def kinds(self) -> Int64s:
-        """Per node, a number that is the same for nodes failing for the same reasons."""
-        bits = np.zeros(len(self._table.names), np.int64)
+    def kinds(self, rows: Int64s) -> Int64s:
+        """Per row given, a number that is the same for nodes failing for the same reasons."""
+        bits = np.zeros(rows.size, np.int64)
         bit = 0
         for mask, *_ in (*self._before, *self._after):
-            bits |= mask.astype(np.int64) << bit
+            bits |= mask[rows].astype(np.int64) << bit
             bit += 1
-        bits |= self._too_many.astype(np.int64) << bit
+        bits |= self._too_many[rows].astype(np.int64) << bit
         for n, (_, mask) in enumerate(self._short):
-            bits |= mask.astype(np.int64) << (bit + 1 + n)
-        taint = np.where(self._before[2][0], self._table.taint_set + 1, 0)
+            bits |= mask[rows].astype(np.int64) << (bit + 1 + n)
+        taint = np.where(self._before[2][0][rows], self._table.taint_set[rows] + 1, 0)
         return bits | taint << 32
 
     def __missing__(self, i: int) -> tuple[str, tuple[str, ...], str]:
