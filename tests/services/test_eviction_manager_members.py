@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from ledgerlet_bus.memory import MemoryBus
+from ledgerlet_core.cluster.decoded import SharedDecoding
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.order import ORDER_BY_NODE, ORDER_BY_STEP
 from ledgerlet_core.kubelet.config import resolve_kubelet_config
@@ -103,14 +104,16 @@ async def test_a_member_skips_a_run_ordered_by_step_and_says_why(caplog: pytest.
     text, source = cases()["memory-pressure"]()
     scenario = load_scenario(text, source)
     sink = DecisionsSink()
+    decoding = SharedDecoding()
     with caplog.at_level(logging.ERROR, logger="ledgerlet_services.runtime.shell"):
         await run_feed(
-            _seeded_feed(scenario, RUN_ID),
+            _seeded_feed(scenario, RUN_ID, decoding),
             sink,
             run=RUN_ID,
             duration=scenario.duration,
             members={EVICTION_MANAGER: 2},
             idle_timeout=10,
+            decoding=decoding,
         )
     said = [r.getMessage() for r in caplog.records]
     for i in (1, 2):
@@ -135,9 +138,15 @@ async def test_a_member_lets_go_of_every_record_of_a_run_it_skips(tmp_path: Path
 async def test_an_unknown_order_scheme_is_refused_by_name() -> None:
     text, source = cases()["memory-pressure"]()
     scenario = dataclasses.replace(load_scenario(text, source), order_scheme="by-magic")
+    decoding = SharedDecoding()
     with pytest.raises(ServiceFailed, match=r"ScenarioStarted.orderScheme: 'by-magic' is not one of '', 'node'"):
         await run_feed(
-            _seeded_feed(scenario, RUN_ID), DecisionsSink(), run=RUN_ID, duration=scenario.duration, idle_timeout=10
+            _seeded_feed(scenario, RUN_ID, decoding),
+            DecisionsSink(),
+            run=RUN_ID,
+            duration=scenario.duration,
+            idle_timeout=10,
+            decoding=decoding,
         )
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from ledgerlet_bus.api import Record
 from ledgerlet_bus.memory import MemoryBus
+from ledgerlet_core.cluster.view import ClusterView
 from ledgerlet_core.contracts.envelope import Envelope, encode_envelope
 from ledgerlet_core.contracts.internal import ClockTick, TimerSet
 from ledgerlet_core.contracts.registry import make_envelope
@@ -74,8 +75,8 @@ class _Counting(Loop):
     name: ClassVar[str] = "shutdown-manager"
     topics: ClassVar[tuple[str, ...]] = ("ledgerlet.inputs",)
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, cluster: ClusterView | None = None) -> None:
+        super().__init__(cluster)
         self.handled: list[str] = []
 
     def wants(self, env: Envelope) -> bool:

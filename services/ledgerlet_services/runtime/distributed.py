@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ledgerlet_bus.retry import with_backoff
+from ledgerlet_core.cluster.decoded import SharedDecoding
 from ledgerlet_core.contracts.internal import RUN_COMPLETED, RUN_FAILED
 from ledgerlet_core.contracts.registry import DECISION
 from ledgerlet_core.loop.membership import Membership, group_of
@@ -142,6 +143,8 @@ async def serve(
             else {g: list(ts) for g, ts in recorder_groups().items()}
         )
         current_store = store
+        #: the objects decoded once for every runner this process hosts
+        decoding = SharedDecoding()
 
         def make_runner(member: Membership | None = member) -> ServiceRunner | RecorderRunner:
             if kind is None:
@@ -153,7 +156,7 @@ async def serve(
                 snapshots = Snapshots(
                     current_store, key, every_records=every.records, every_seconds=every.seconds, host_slot=HOST_SLOT
                 )
-            return ServiceRunner(bus, kind, telemetry=telemetry, snapshots=snapshots, member=member)
+            return ServiceRunner(bus, kind, telemetry=telemetry, snapshots=snapshots, member=member, decoding=decoding)
 
         reporter = asyncio.create_task(_report_lag(bus, groups, telemetry, lag_every))
         try:

@@ -27,6 +27,8 @@ from typing import Any, cast
 
 from ledgerlet_bus.api import Bus, Record, TopicPartition
 from ledgerlet_bus.retry import Stopped
+from ledgerlet_core.cluster.decoded import SharedDecoding
+from ledgerlet_core.cluster.view import ClusterView
 from ledgerlet_core.contracts.batch import BATCH, expand
 from ledgerlet_core.contracts.envelope import Envelope, decode_envelope
 from ledgerlet_core.contracts.observed import BATCH_KEY
@@ -97,8 +99,11 @@ class ServiceRunner:
         snapshots: Snapshots | None = None,
         quiet_nodes: frozenset[str] = frozenset(),
         member: Membership | None = None,
+        decoding: SharedDecoding | None = None,
     ) -> None:
         """``envelopes``: decoding shared with the other runners of an embedded run;
+        ``decoding``: the objects its loops decode, shared with the other runners of the
+        process (else the runner's own);
         ``snapshots``: where the state is checkpointed (see runtime/snapshots.py);
         ``quiet_nodes``: nodes the loop makes no observations of (:meth:`Loop.set_quiet_nodes`);
         ``member``: this runner's share of a split service (loop/membership.py), whose group
@@ -113,6 +118,7 @@ class ServiceRunner:
             envelopes.expand if envelopes is not None else lambda batch, _: (expand(batch), None)
         )
         self.kind = service
+        self.decoding = decoding if decoding is not None else SharedDecoding()
         self.name = service.name
         self.rank = service.rank
         self.topics = service.topics
@@ -225,7 +231,7 @@ class ServiceRunner:
         if svc is None:
             if run in self._ended:
                 return None
-            svc = self.instances[run] = self.kind()
+            svc = self.instances[run] = self.kind(ClusterView(self.decoding))
             if self.quiet_nodes:
                 svc.set_quiet_nodes(self.quiet_nodes)
             if self.member is not None:
@@ -246,7 +252,7 @@ class ServiceRunner:
         :class:`Stopped` if told to stop while waiting for the snapshot's database."""
         began = time.perf_counter()
         start: dict[TopicPartition, int] | None = None
-        loaded = await self.snapshots.load(self._stop) if self.snapshots is not None else None
+        loaded = await self.snapshots.load(self._stop, self.decoding) if self.snapshots is not None else None
         if loaded is not None:
             state, start = loaded
             self.adopt(state)
