@@ -22,6 +22,7 @@ from ledgerlet_core.model.duration import SECOND, DurationError, format_duration
 from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.scenario.bounds import MAX_DURATION, check_duration, decode_text
 from ledgerlet_core.scenario.load import Scenario, load_scenario
+from ledgerlet_services.app.collector import collector_paused
 from ledgerlet_services.app.inputs import read_bounded
 from ledgerlet_services.app.messages import error
 from ledgerlet_services.app.outputs import Output, OutputFailed, OutputRefused, check_output, store_files, write_output
@@ -108,7 +109,8 @@ def load_or_report(path: Path, console: Console, max_duration: int = MAX_DURATIO
     run is longer than ``max_duration`` is refused too."""
     try:
         data = read_bounded(path, str(path))  # (a device or a FIFO too: up to the limit)
-        scenario = load_scenario(decode_text(data, str(path)), str(path))
+        with collector_paused():  # (a fleet's millions of objects, none garbage)
+            scenario = load_scenario(decode_text(data, str(path)), str(path))
         check_duration(scenario.duration, max_duration, str(path))
         return scenario
     except OSError as exc:
