@@ -29,7 +29,7 @@ from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.k8s.objects import Node
 from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.app.replay import DecisionsSink
-from ledgerlet_services.loops.kubelet import EvictionManager
+from ledgerlet_services.loops.kubelet import KubeletLoop
 from ledgerlet_services.runtime.catalog import order_scheme_for, parse_members
 from ledgerlet_services.runtime.causal_buffer import next_offsets
 from ledgerlet_services.runtime.embedded import ServiceFailed, _seeded_feed, run_feed
@@ -129,7 +129,7 @@ async def test_a_member_lets_go_of_every_record_of_a_run_it_skips(tmp_path: Path
     handled, so the member commits past the whole run (held, they stalled the clock)."""
     rec = await recorded("memory-pressure.yaml", tmp_path)
     records = rec.by_loop[EVICTION_MANAGER]
-    runner = ServiceRunner(MemoryBus(), EvictionManager, member=Membership(0, 2))
+    runner = ServiceRunner(MemoryBus(), KubeletLoop, member=Membership(0, 2))
     assert runner.handle_records(records) == []
     assert runner.stats.refused == [rec.run]
     assert runner.commit_offsets(records) == next_offsets(records)  # (nothing held back)
