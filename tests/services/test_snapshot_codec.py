@@ -29,7 +29,7 @@ from ledgerlet_services.runtime.snapshot_codec import (
     restore,
     source_digest,
 )
-from ledgerlet_services.runtime.snapshots import Snapshots
+from ledgerlet_services.runtime.snapshot_policy import Snapshots
 from ledgerlet_store.snapshots import StoredSnapshot
 
 THING = '''"""A module whose objects a service's state holds."""

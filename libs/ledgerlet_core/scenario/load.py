@@ -20,7 +20,7 @@ from typing import Any, Final
 import msgspec
 
 from ledgerlet_core.apiserver.admission import admit_pod, validate_priority_class
-from ledgerlet_core.apiserver.priority import AdmissionError, known_classes
+from ledgerlet_core.apiserver.priority_admission import AdmissionError, known_classes
 from ledgerlet_core.contracts import inputs as ev
 from ledgerlet_core.controllers.config import CONTROLLER_FIELDS, CONTROLLER_GATES, ControllerConfig
 from ledgerlet_core.kubelet.config import (

@@ -15,7 +15,7 @@ from ledgerlet_services.loops.scheduler import Scheduler
 from ledgerlet_services.loops.shutdown_manager import ShutdownManager
 from ledgerlet_services.loops.stats_collector import Collector
 from ledgerlet_services.runtime.recorder import NAME as RECORDER
-from ledgerlet_services.runtime.topics import ALL_TOPICS
+from ledgerlet_services.runtime.topic_specs import ALL_TOPICS
 
 #: the control loops: consume, fold, decide, publish (the virtual clock waits for them)
 CONTROL_LOOPS: Final[tuple[type[Loop], ...]] = (

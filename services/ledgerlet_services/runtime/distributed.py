@@ -40,9 +40,9 @@ from ledgerlet_services.runtime.recorder import RecorderRunner
 from ledgerlet_services.runtime.run_binding import check_run_binding
 from ledgerlet_services.runtime.run_completeness import RunShortfall, shortfall_reason, unstored
 from ledgerlet_services.runtime.shell import ServiceRunner, not_splittable
-from ledgerlet_services.runtime.snapshots import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS, Snapshots
+from ledgerlet_services.runtime.snapshot_policy import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS, Snapshots
 from ledgerlet_services.runtime.telemetry import Telemetry
-from ledgerlet_services.runtime.topics import DEFAULT_PARTITIONS, topic_specs
+from ledgerlet_services.runtime.topic_specs import DEFAULT_PARTITIONS, topic_specs
 from ledgerlet_store.contract import StoreUnavailable
 from ledgerlet_store.dsn import is_postgres
 from ledgerlet_store.leases import Lease

@@ -31,7 +31,7 @@ from ledgerlet_services.runtime.engine import Engine, LoopFailed
 from ledgerlet_services.runtime.recorder import EventSink, RecorderRunner
 from ledgerlet_services.runtime.shell import ServiceRunner, SharedEnvelopes
 from ledgerlet_services.runtime.telemetry import Telemetry
-from ledgerlet_services.runtime.topics import ALL_TOPICS, topic_specs
+from ledgerlet_services.runtime.topic_specs import ALL_TOPICS, topic_specs
 from ledgerlet_store.contract import EventStore, StoredEvent
 
 #: how long a step may go on without any loop committing anything before the run is

@@ -11,7 +11,7 @@ State is per run: each run id gets a fresh service instance, dropped when the ru
 
 The runner is put together from parts: what it may handle yet and commit (causal_buffer.py,
 pure), its traffic with the bus (publishing.py), the state rebuilt at a restart
-(recovery.py) and the checkpoints that shorten it (snapshots.py).
+(recovery.py) and the checkpoints that shorten it (snapshot_policy.py).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from ledgerlet_services.runtime.outgoing import Outgoing, routed
 from ledgerlet_services.runtime.publishing import commit, poll, publish, stream
 from ledgerlet_services.runtime.recovery import fold, read_history
 from ledgerlet_services.runtime.snapshot_codec import RunnerState
-from ledgerlet_services.runtime.snapshots import Snapshots
+from ledgerlet_services.runtime.snapshot_policy import Snapshots
 from ledgerlet_services.runtime.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
@@ -104,7 +104,7 @@ class ServiceRunner:
         """``envelopes``: decoding shared with the other runners of an embedded run;
         ``decoding``: the objects its loops decode, shared with the other runners of the
         process (else the runner's own);
-        ``snapshots``: where the state is checkpointed (see runtime/snapshots.py);
+        ``snapshots``: where the state is checkpointed (see runtime/snapshot_policy.py);
         ``quiet_nodes``: nodes the loop makes no observations of (:meth:`Loop.set_quiet_nodes`);
         ``member``: this runner's share of a split service (loop/membership.py), whose group
         is its own (every member reads every record)."""
@@ -302,7 +302,7 @@ class ServiceRunner:
 
     def checkpoint_aside(self, offsets: dict[TopicPartition, int]) -> None:
         """Start saving the state as of ``offsets`` and go on handling meanwhile (the
-        state is pickled as it is now by a forked child: runtime/snapshots.py). One that
+        state is pickled as it is now by a forked child: runtime/snapshot_policy.py). One that
         cannot start now (another is under way, an event is held) is started when the
         service is next idle, as of what it has committed by then, and so is one whose
         turn has not come (another service of the machine is checkpointing); one that

@@ -28,7 +28,7 @@ from ledgerlet_services.app.messages import error
 from ledgerlet_services.app.outputs import Output, OutputFailed, OutputRefused, check_output, store_files, write_output
 from ledgerlet_services.app.report_console import rate, summary_tables
 from ledgerlet_services.runtime.embedded import RunResult
-from ledgerlet_services.runtime.topics import DEFAULT_PARTITIONS
+from ledgerlet_services.runtime.topic_specs import DEFAULT_PARTITIONS
 from ledgerlet_store.run_ids import BadRunId, check_run_id
 
 EXIT_OK = 0
