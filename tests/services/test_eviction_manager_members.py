@@ -1,4 +1,4 @@
-"""The eviction manager split between members (issue 19), on the embedded run.
+"""The eviction manager split between members, on the embedded run.
 
 A run ordered by node (``ScenarioStarted.orderScheme``, contracts/order.py) numbers the
 eviction manager's events per node, so each member can be the kubelet of its own nodes

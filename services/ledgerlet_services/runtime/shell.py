@@ -83,7 +83,7 @@ def _foreign_to(member: Membership) -> Callable[[bytes], bool]:
 
 def not_splittable(name: str) -> str:
     """Why a service that is not ``Loop.splittable`` cannot be given a member."""
-    return f"{name} cannot be split between members (only the stats collector and the eviction manager can, so far)"
+    return f"{name} cannot be split between members (only the stats collector and the eviction manager can)"
 
 
 class ServiceRunner:
