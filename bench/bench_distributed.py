@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from tests.support.brokers import Tansu  # noqa: E402
 from tests.support.stack import LocalStack  # noqa: E402
 
-from ledgerlet_services.runtime.topics import OBSERVATIONS  # noqa: E402
+from ledgerlet_services.runtime.topic_specs import OBSERVATIONS  # noqa: E402
 from scenarios import daemonset_cluster  # noqa: E402
 
 PG = "postgresql://postgres@127.0.0.1:5432/postgres"

@@ -1,4 +1,4 @@
-"""The fleet of the fleet-scale issue on the embedded default (``bench/fleet.py``).
+"""The README's fleet on the embedded default (``bench/fleet.py``).
 
 N nodes x 110 bound pods with per-pod usage, housekeeping every 10 s, 10 minutes, one
 node in five crossing a hard threshold once. Reported:
@@ -11,7 +11,7 @@ node in five crossing a hard threshold once. Reported:
   process of its own; the closed loop's wall time is the median run minus the median
   baseline; virtual seconds per wall second, evictions, peak RSS of each.
 
-The default is the issue's fleet, 5,000 nodes (550,000 pods); ``--nodes 500`` is a tenth
+The default is the README's fleet, 5,000 nodes (550,000 pods); ``--nodes 500`` is a tenth
 of it, for a quick look. Every figure comes from a process of its own, with its peak RSS.
 """
 

@@ -13,7 +13,7 @@ as a user runs it, on a fleet written by ``bench/fleet.py``:
 
 Shapes: ``steady`` (healthy pods' usage constant: quiet nodes stay quiet) and ``changing``
 (every pod's memory wobbles and its logs grow on every pass: real nodes are never quiet).
-The issue's targets hold on ``changing``. ``--nodes`` scales the 5,000-node rows down for
+The README's targets hold on ``changing``. ``--nodes`` scales the 5,000-node rows down for
 a quick look; the results go to ``OUT/bench-fleet-table/results.json``.
 """
 
@@ -36,7 +36,7 @@ from scenarios import preemption_basic, scheduling_basic
 
 GIB = 1024.0
 
-#: (row, target, better): a figure and the issue's target for it
+#: (row, target, better): a figure and the README's target for it
 TARGETS: dict[str, tuple[float, str]] = {
     "fleet_load_s": (10.0, "<"),
     "fleet_load_rss_mib": (2 * GIB, "<"),

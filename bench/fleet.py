@@ -1,4 +1,4 @@
-"""The fleet of the fleet-scale issue, generated (written to out/, never committed).
+"""The README's fleet, generated (written to out/, never committed).
 
 ``nodes`` nodes (8 CPU, 8Gi, 40Gi ephemeral-storage, 110 pods), each with ``pods`` bound
 pods written as explicit Pod objects with their own ``usage``; housekeeping every 10 s;

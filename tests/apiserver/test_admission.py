@@ -18,7 +18,7 @@ from ledgerlet_core.apiserver.admission import (
     validate_priority_class,
     validate_priority_class_update,
 )
-from ledgerlet_core.apiserver.priority import AdmissionError, known_classes
+from ledgerlet_core.apiserver.priority_admission import AdmissionError, known_classes
 from ledgerlet_core.apiserver.quota import check_quota, pod_usage
 from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.k8s.objects import PriorityClass, ResourceQuota

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from ledgerlet_core.apiserver.priority import AdmissionError
+from ledgerlet_core.apiserver.priority_admission import AdmissionError
 from ledgerlet_core.apiserver.server import ApiServer
 from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.k8s.defaults import apply_defaults

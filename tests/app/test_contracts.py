@@ -51,6 +51,6 @@ def test_every_decision_type_in_the_spec_has_a_schema() -> None:
     for name in spec_types:
         assert f"events/decision/{name}.v1.schema.json" in files
     topics = (ROOT / "contracts" / "topics.md").read_text()
-    from ledgerlet_services.runtime.topics import ALL_TOPICS
+    from ledgerlet_services.runtime.topic_specs import ALL_TOPICS
 
     assert all(f"`{t}`" in topics for t in ALL_TOPICS)

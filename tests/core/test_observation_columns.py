@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ledgerlet_core.cluster.decoded import SharedDecoding
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.observed import expand_observed
 from ledgerlet_core.model.usage import Series
@@ -100,7 +101,8 @@ async def _stored(doc: dict[str, object], one_by_one: bool, monkeypatch: pytest.
     monkeypatch.setattr(Machines, "one_by_one", one_by_one)
     scenario = load_scenario(json.dumps(doc), "random.json")
     sink = _Stored()
-    await run_feed(_seeded_feed(scenario, "r"), sink, run="r", duration=scenario.duration)
+    decoding = SharedDecoding()
+    await run_feed(_seeded_feed(scenario, "r", decoding), sink, run="r", duration=scenario.duration, decoding=decoding)
     return {
         i: (e.type, e.t, e.order, e.stream, e.node, e.pod, e.causes, json.loads(bytes(e.data)))
         for i, e in sink.events.items()

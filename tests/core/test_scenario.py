@@ -221,8 +221,9 @@ def test_pod_with_unknown_runtime_class() -> None:
     assert 'RuntimeClass "kata-fc" not found' in err.message
 
 
-def test_reading_pauses_the_cyclic_collector_and_leaves_it_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
-    """(40 % of reading a 5,000-node fleet was the collector walking objects that live on)"""
+def test_reading_leaves_the_cyclic_collector_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loader is pure: pausing the collector around a large file is the command
+    line's (app/collector.py)."""
     import gc
 
     from ledgerlet_core.scenario import load as load_module
@@ -240,17 +241,11 @@ def test_reading_pauses_the_cyclic_collector_and_leaves_it_as_it_was(monkeypatch
     try:
         gc.enable()
         load_scenario(text, "m.yaml")
-        assert gc.isenabled()
         gc.disable()
         load_scenario(text, "m.yaml")
-        assert not gc.isenabled()  # a caller that paused it keeps it paused
-        gc.enable()
-        with pytest.raises(InputError):
-            load_scenario("apiVersion: nope\n", "bad.yaml")
-        assert gc.isenabled()  # (and after a refused file)
     finally:
         if was_enabled:
             gc.enable()
         else:
             gc.disable()
-    assert during == [False, False, False]
+    assert during == [True, False]

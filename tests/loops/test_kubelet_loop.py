@@ -8,13 +8,13 @@ import msgspec
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.internal import PodStarted
-from ledgerlet_services.loops.kubelet import EvictionManager
+from ledgerlet_services.loops.kubelet import KubeletLoop
 
 from .harness import Drive, node, pod, timers, types
 
 
 def kubelet() -> Drive:
-    d = Drive(EvictionManager())
+    d = Drive(KubeletLoop())
     d.input(inp.ScenarioStarted(name="s", start="1970-01-01T00:00:00Z", duration=600))
     d.apply(node("n1"))
     return d

@@ -14,7 +14,7 @@ import pytest
 from ledgerlet_core.apiserver.admission import (
     admit_pod,
 )
-from ledgerlet_core.apiserver.priority import AdmissionError
+from ledgerlet_core.apiserver.priority_admission import AdmissionError
 from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.k8s.objects import LabelSelector, RuntimeClass, Taint
 from ledgerlet_core.scheduling.config import SchedulerConfig

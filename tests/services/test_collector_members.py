@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from ledgerlet_bus.memory import MemoryBus
+from ledgerlet_core.cluster.decoded import SharedDecoding
 from ledgerlet_core.contracts.decision_log import encode_records, to_records
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.loop.membership import Membership
@@ -28,12 +29,14 @@ from tests.support.every_event import compared, every_event
 async def _run(text: str, source: str, members: int) -> tuple[bytes, FeedOutcome]:
     scenario = load_scenario(text, source)
     sink = DecisionsSink()
+    decoding = SharedDecoding()
     outcome = await run_feed(
-        _seeded_feed(scenario, RUN_ID),
+        _seeded_feed(scenario, RUN_ID, decoding),
         sink,
         run=RUN_ID,
         duration=scenario.duration,
         members={"stats-collector": members},
+        decoding=decoding,
     )
     decisions = sorted(sink.decisions.values(), key=Envelope.sort_key)
     return encode_records(to_records(decisions, scenario.start)), outcome

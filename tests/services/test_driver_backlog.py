@@ -12,7 +12,7 @@ from ledgerlet_bus.api import Record
 from ledgerlet_bus.memory import MemoryBus
 from ledgerlet_services.runtime import embedded
 from ledgerlet_services.runtime.embedded import FETCH_MAX_BYTES
-from ledgerlet_services.runtime.topics import INPUTS
+from ledgerlet_services.runtime.topic_specs import INPUTS
 from tests.golden.cases import golden_path
 from tests.golden.replay_case import decision_log
 

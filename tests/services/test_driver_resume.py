@@ -17,7 +17,7 @@ from ledgerlet_core.contracts.internal import PHASE_HOUSEKEEPING, PHASE_TIMERS, 
 from ledgerlet_core.contracts.registry import make_envelope
 from ledgerlet_core.model.duration import SECOND
 from ledgerlet_services.runtime.driver import Driver
-from ledgerlet_services.runtime.topics import CLOCK, TIMERS, topic_specs
+from ledgerlet_services.runtime.topic_specs import CLOCK, TIMERS, topic_specs
 
 T = 5 * SECOND
 RUN = "r"

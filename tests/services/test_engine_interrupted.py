@@ -13,6 +13,7 @@ from collections.abc import Sequence
 
 import pytest
 
+from ledgerlet_core.cluster.decoded import SharedDecoding
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.runtime.embedded import _seeded_feed
@@ -56,7 +57,10 @@ async def test_cancelling_the_run_does_not_cut_the_write_under_way() -> None:
     path = EXAMPLES / "memory-pressure.yaml"
     scenario = load_scenario(path.read_text(), str(path))
     sink = GatedSink()
-    engine = Engine(_seeded_feed(scenario, "cut"), sink, run="cut", duration=scenario.duration)
+    decoding = SharedDecoding()
+    engine = Engine(
+        _seeded_feed(scenario, "cut", decoding), sink, run="cut", duration=scenario.duration, decoding=decoding
+    )
     task = asyncio.ensure_future(engine.run())
     await _blocked_on_the_store(task, sink)
     task.cancel()

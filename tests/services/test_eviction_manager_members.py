@@ -1,4 +1,4 @@
-"""The eviction manager split between members (issue 19), on the embedded run.
+"""The eviction manager split between members, on the embedded run.
 
 A run ordered by node (``ScenarioStarted.orderScheme``, contracts/order.py) numbers the
 eviction manager's events per node, so each member can be the kubelet of its own nodes
@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from ledgerlet_bus.memory import MemoryBus
+from ledgerlet_core.cluster.decoded import SharedDecoding
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.order import ORDER_BY_NODE, ORDER_BY_STEP
 from ledgerlet_core.kubelet.config import resolve_kubelet_config
@@ -28,7 +29,7 @@ from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.k8s.objects import Node
 from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.app.replay import DecisionsSink
-from ledgerlet_services.loops.kubelet import EvictionManager
+from ledgerlet_services.loops.kubelet import KubeletLoop
 from ledgerlet_services.runtime.catalog import order_scheme_for, parse_members
 from ledgerlet_services.runtime.causal_buffer import next_offsets
 from ledgerlet_services.runtime.embedded import ServiceFailed, _seeded_feed, run_feed
@@ -103,14 +104,16 @@ async def test_a_member_skips_a_run_ordered_by_step_and_says_why(caplog: pytest.
     text, source = cases()["memory-pressure"]()
     scenario = load_scenario(text, source)
     sink = DecisionsSink()
+    decoding = SharedDecoding()
     with caplog.at_level(logging.ERROR, logger="ledgerlet_services.runtime.shell"):
         await run_feed(
-            _seeded_feed(scenario, RUN_ID),
+            _seeded_feed(scenario, RUN_ID, decoding),
             sink,
             run=RUN_ID,
             duration=scenario.duration,
             members={EVICTION_MANAGER: 2},
             idle_timeout=10,
+            decoding=decoding,
         )
     said = [r.getMessage() for r in caplog.records]
     for i in (1, 2):
@@ -126,7 +129,7 @@ async def test_a_member_lets_go_of_every_record_of_a_run_it_skips(tmp_path: Path
     handled, so the member commits past the whole run (held, they stalled the clock)."""
     rec = await recorded("memory-pressure.yaml", tmp_path)
     records = rec.by_loop[EVICTION_MANAGER]
-    runner = ServiceRunner(MemoryBus(), EvictionManager, member=Membership(0, 2))
+    runner = ServiceRunner(MemoryBus(), KubeletLoop, member=Membership(0, 2))
     assert runner.handle_records(records) == []
     assert runner.stats.refused == [rec.run]
     assert runner.commit_offsets(records) == next_offsets(records)  # (nothing held back)
@@ -135,9 +138,15 @@ async def test_a_member_lets_go_of_every_record_of_a_run_it_skips(tmp_path: Path
 async def test_an_unknown_order_scheme_is_refused_by_name() -> None:
     text, source = cases()["memory-pressure"]()
     scenario = dataclasses.replace(load_scenario(text, source), order_scheme="by-magic")
+    decoding = SharedDecoding()
     with pytest.raises(ServiceFailed, match=r"ScenarioStarted.orderScheme: 'by-magic' is not one of '', 'node'"):
         await run_feed(
-            _seeded_feed(scenario, RUN_ID), DecisionsSink(), run=RUN_ID, duration=scenario.duration, idle_timeout=10
+            _seeded_feed(scenario, RUN_ID, decoding),
+            DecisionsSink(),
+            run=RUN_ID,
+            duration=scenario.duration,
+            idle_timeout=10,
+            decoding=decoding,
         )
 
 

@@ -20,7 +20,7 @@ from ledgerlet_core.contracts.envelope import encode_envelope
 from ledgerlet_core.contracts.internal import ClockTick
 from ledgerlet_core.contracts.registry import make_envelope
 from ledgerlet_core.scenario.load import load_scenario
-from ledgerlet_services.loops.kubelet import EvictionManager
+from ledgerlet_services.loops.kubelet import KubeletLoop
 from ledgerlet_services.runtime.causal_buffer import root_of
 from ledgerlet_services.runtime.embedded import run_embedded
 from ledgerlet_services.runtime.shell import ServiceRunner
@@ -64,7 +64,7 @@ def test_an_event_is_held_until_the_step_it_descends_from_is_handled() -> None:
     tick = make_envelope(ClockTick(round=0, phase=0), run="r", t=5, order=[1, 0], stream="clock")
     derived = make_envelope(ClockTick(round=9, phase=0), run="r", t=5, order=[1, 0, 30, 0], stream="x")
     assert root_of(tick) is None and root_of(derived) == (5, (1, 0))
-    runner = ServiceRunner(MemoryBus(), EvictionManager)
+    runner = ServiceRunner(MemoryBus(), KubeletLoop)
     runner.handle_records([_record(derived, 7)])
     assert [h.env.id for h in runner.buffer.held] == [derived.id]
     # not committed past the held event: it must come again if the process dies now

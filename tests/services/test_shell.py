@@ -11,6 +11,7 @@ import pytest
 
 from ledgerlet_bus.api import Record
 from ledgerlet_bus.memory import MemoryBus
+from ledgerlet_core.cluster.view import ClusterView
 from ledgerlet_core.contracts.envelope import Envelope, encode_envelope
 from ledgerlet_core.contracts.internal import ClockTick, TimerSet
 from ledgerlet_core.contracts.registry import make_envelope
@@ -74,8 +75,8 @@ class _Counting(Loop):
     name: ClassVar[str] = "shutdown-manager"
     topics: ClassVar[tuple[str, ...]] = ("ledgerlet.inputs",)
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, cluster: ClusterView | None = None) -> None:
+        super().__init__(cluster)
         self.handled: list[str] = []
 
     def wants(self, env: Envelope) -> bool:
@@ -164,13 +165,13 @@ def test_shared_envelopes_are_decoded_once_and_let_go_when_every_reader_has_them
 
 def test_loops_share_what_they_decode_of_a_batch_s_members() -> None:
     """Every loop folds a batch's pods: each member's object is read once for all of them."""
-    from ledgerlet_services.loops.kubelet import EvictionManager
+    from ledgerlet_services.loops.kubelet import KubeletLoop
     from ledgerlet_services.loops.scheduler import Scheduler
     from ledgerlet_services.runtime.shell import SharedEnvelopes
 
     shared = SharedEnvelopes({"ledgerlet.inputs": 2}, recorders=0)
     bus = MemoryBus()
-    runners = [ServiceRunner(bus, kind, envelopes=shared) for kind in (EvictionManager, Scheduler)]
+    runners = [ServiceRunner(bus, kind, envelopes=shared) for kind in (KubeletLoop, Scheduler)]
     rec = _batch_record(0)
     seen: list[object] = []
     for runner in runners:
@@ -196,21 +197,21 @@ def test_a_split_eviction_manager_drops_other_members_observations_undecoded() -
     """Read live from the broker (no decoding shared with other runners), another member's
     node's observation is let go by its record's key, never decoded; its own are handled."""
     from ledgerlet_core.loop.membership import Membership
-    from ledgerlet_services.loops.kubelet import EvictionManager
+    from ledgerlet_services.loops.kubelet import KubeletLoop
 
     member = Membership(0, 2)
     nodes = [f"node-{i}" for i in range(20)]
     mine = [n for n in nodes if member.owns(n)]
     theirs = [n for n in nodes if not member.owns(n)]
     assert mine and theirs
-    runner = ServiceRunner(MemoryBus(), EvictionManager, member=member)
+    runner = ServiceRunner(MemoryBus(), KubeletLoop, member=member)
     garbage = b"{not an envelope"
     runner.handle_records([_observation(n, i, garbage) for i, n in enumerate(theirs)])
     assert runner.stats.foreign == len(theirs) and not runner.buffer.held
     runner.handle_records([_observation(n, 100 + i) for i, n in enumerate(mine)])
     # (decoded, and held until their step's root has been handled)
     assert runner.stats.foreign == len(theirs) and sorted(h.env.node or "" for h in runner.buffer.held) == sorted(mine)
-    whole = ServiceRunner(MemoryBus(), EvictionManager)  # not split: every observation is its own
+    whole = ServiceRunner(MemoryBus(), KubeletLoop)  # not split: every observation is its own
     with pytest.raises(msgspec.DecodeError):
         whole.handle_records([_observation(theirs[0], 0, garbage)])
     assert whole.stats.foreign == 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
 import sys
 import uuid
 from collections import OrderedDict
@@ -15,6 +16,9 @@ from types import ModuleType
 
 import pytest
 
+from ledgerlet_core.cluster.decoded import SharedDecoding
+from ledgerlet_core.cluster.view import ClusterView
+from ledgerlet_services.runtime.catalog import CONTROL_LOOPS
 from ledgerlet_services.runtime.dedupe import RecentIds
 from ledgerlet_services.runtime.snapshot_codec import (
     RunnerState,
@@ -25,7 +29,7 @@ from ledgerlet_services.runtime.snapshot_codec import (
     restore,
     source_digest,
 )
-from ledgerlet_services.runtime.snapshots import Snapshots
+from ledgerlet_services.runtime.snapshot_policy import Snapshots
 from ledgerlet_store.snapshots import StoredSnapshot
 
 THING = '''"""A module whose objects a service's state holds."""
@@ -129,3 +133,19 @@ async def test_a_service_folds_from_the_start_rather_than_load_a_snapshot_of_cha
     _write(path, THING.replace("2 * self.a", "self.a + self.a + 1"))
     assert await Snapshots(_Holding(blob, format_version()), "k").load() is None
     assert f"taken by other code ({module.__name__} has changed since the snapshot was taken)" in caplog.text
+
+
+def test_the_shared_decoding_is_kept_by_reference_and_restored_as_the_runners() -> None:
+    """A checkpoint holds no decoded objects of the process's: the restored loops decode
+    through the restoring runner's shared decoding, and the codec's own module is not a
+    module the checkpoint is keyed by."""
+    taken, restoring = SharedDecoding(), SharedDecoding()
+    loop = CONTROL_LOOPS[0](ClusterView(taken))
+    blob = capture(_state(loop), manifest())
+    restored = restore(blob, restoring).instances["run"]
+    assert restored.cluster._shared is restoring  # (private: what the view decodes through)
+    elsewhere = restore(blob).instances["run"]  # (no runner's: one of its own)
+    assert isinstance(elsewhere.cluster._shared, SharedDecoding)
+    assert elsewhere.cluster._shared not in (taken, restoring)
+    with pytest.raises(TypeError, match="by reference"):
+        pickle.dumps(taken)

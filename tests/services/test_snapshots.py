@@ -29,7 +29,7 @@ from ledgerlet_core.contracts.envelope import decode_envelope, encode_envelope
 from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.loops.base import Loop
 from ledgerlet_services.runtime import snapshot_fork
-from ledgerlet_services.runtime import snapshots as snapshots_module
+from ledgerlet_services.runtime import snapshot_policy as snapshots_module
 from ledgerlet_services.runtime.catalog import CONTROL_LOOPS
 from ledgerlet_services.runtime.embedded import run_embedded
 from ledgerlet_services.runtime.host_memory import _cgroup_available, available_bytes, resident_bytes, take_host_slot
@@ -37,7 +37,7 @@ from ledgerlet_services.runtime.shell import ServiceRunner
 from ledgerlet_services.runtime.snapshot_codec import RunnerState, format_version, manifest, restore
 from ledgerlet_services.runtime.snapshot_codec import capture as capture_with
 from ledgerlet_services.runtime.snapshot_fork import Capture
-from ledgerlet_services.runtime.snapshots import Snapshots
+from ledgerlet_services.runtime.snapshot_policy import Snapshots
 from ledgerlet_store.contract import StoreUnavailable
 from ledgerlet_store.snapshots import StoredSnapshot
 from ledgerlet_store.sql_store import SqlEventStore

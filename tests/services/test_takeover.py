@@ -17,7 +17,7 @@ from ledgerlet_bus.memory import MemoryBus
 from ledgerlet_services.runtime.catalog import CONTROL_LOOPS
 from ledgerlet_services.runtime.causal_buffer import next_offsets
 from ledgerlet_services.runtime.shell import ServiceRunner
-from ledgerlet_services.runtime.topics import topic_specs
+from ledgerlet_services.runtime.topic_specs import topic_specs
 from tests.bus.test_bus_contract import drain
 from tests.services.test_snapshots import _serve, _steps, emitted, recorded
 from tests.support.buses import either_bus

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 
+from ledgerlet_core.cluster.decoded import SharedDecoding
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.inputs import OBSERVATIONS_WHOLE
 from ledgerlet_core.contracts.observed import expand_observed
@@ -48,12 +49,14 @@ async def every_event(
         load_scenario(text, source), order_scheme=order_scheme, observations=OBSERVATIONS_WHOLE
     )
     sink = EveryEvent()
+    decoding = SharedDecoding()
     await run_feed(
-        _seeded_feed(scenario, RUN_ID),
+        _seeded_feed(scenario, RUN_ID, decoding),
         sink,
         run=RUN_ID,
         duration=scenario.duration,
         members=members,
         full_observations=True,
+        decoding=decoding,
     )
     return sink.events

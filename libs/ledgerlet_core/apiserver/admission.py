@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 import msgspec
 
-from ledgerlet_core.apiserver.priority import AdmissionError, admit_priority, with_status
+from ledgerlet_core.apiserver.priority_admission import AdmissionError, admit_priority, with_status
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.k8s.objects import Pod, PriorityClass, RuntimeClass, Toleration

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from ledgerlet_core.apiserver.priority import AdmissionError
+from ledgerlet_core.apiserver.priority_admission import AdmissionError
 from ledgerlet_core.model.k8s.keys import object_key
 from ledgerlet_core.model.k8s.objects import Pod, ResourceQuota, ScopedResourceSelectorRequirement
 from ledgerlet_core.model.k8s.resources import pod_limits, pod_requests, resource_format

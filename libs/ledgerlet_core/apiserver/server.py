@@ -21,7 +21,7 @@ from ledgerlet_core.apiserver.admission import (
     validate_priority_class,
     validate_priority_class_update,
 )
-from ledgerlet_core.apiserver.priority import known_classes
+from ledgerlet_core.apiserver.priority_admission import known_classes
 from ledgerlet_core.apiserver.quota import check_quota, pod_usage, quota_matches
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.model.k8s.keys import object_key
@@ -117,7 +117,7 @@ class ApiServer:
 
     def admit_pod(self, raw: Pod) -> Pod:
         """The pod as stored: mutated by the admission chain and checked against quota
-        (:class:`~ledgerlet_core.apiserver.priority.AdmissionError` when refused). It is
+        (:class:`~ledgerlet_core.apiserver.priority_admission.AdmissionError` when refused). It is
         charged to its quotas."""
         pod = admit_pod(
             raw,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from collections.abc import Mapping
-from typing import Any, ClassVar, TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import msgspec
 
@@ -109,27 +109,17 @@ def _typed(raw: Mapping[str, Any] | msgspec.Raw, model: type[T]) -> T:
 class SharedDecoding:
     """One :class:`Decoded` per run (and scenario digest), for the loops of one process.
 
-    A named one is the process's own: a loop's state that refers to it is pickled (a
-    snapshot) as that reference, and restored referring to the restoring process's."""
+    The runtime makes one and hands it to the loops it runs (runtime/engine.py,
+    runtime/shell.py): there is no process-wide instance. It is never pickled with a
+    loop's state: a snapshot holds a reference to it, and the restoring runner's takes
+    its place (runtime/snapshot_codec.py)."""
 
-    _named: ClassVar[dict[str, SharedDecoding]] = {}
-
-    def __init__(self, runs: int = 16, *, name: str | None = None) -> None:
+    def __init__(self, runs: int = 16) -> None:
         self._runs = runs
         self._by_run: OrderedDict[tuple[str, str], Decoded] = OrderedDict()
-        self.name = name
-        if name is not None:
-            SharedDecoding._named[name] = self
-
-    @classmethod
-    def named(cls, name: str) -> SharedDecoding:
-        found = cls._named.get(name)
-        return found if found is not None else cls(name=name)
 
     def __reduce_ex__(self, protocol: Any) -> Any:
-        if self.name is None:
-            return super().__reduce_ex__(protocol)
-        return (SharedDecoding.named, (self.name,))
+        raise TypeError("a SharedDecoding is its process's own: pickled by reference (runtime/snapshot_codec.py)")
 
     def forget(self, run: str, digest: str) -> None:
         """A run is over: what was decoded for it (its seeded objects too) goes."""

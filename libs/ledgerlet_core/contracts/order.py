@@ -39,7 +39,7 @@ TIMER_REQUESTS: Final = 1_000_000
 
 #: ``ScenarioStarted.orderScheme``: how a node-scoped loop (the kubelet's: the eviction
 #: manager) numbers what it emits while handling an event. By the step (``""``, every run
-#: before issue 19): ``[rank, n]``, n counting everything the loop emitted for that event;
+#: recorded before runs could be ordered by node): ``[rank, n]``, n counting everything the loop emitted for that event;
 #: by the node: ``[rank, node's place, n]``, n counting only what concerns that node, the
 #: node's place being where it first appeared (``NodeEntry.order``). The second lets
 #: members that each own some nodes give every event the id one loop alone would, and

@@ -1,4 +1,4 @@
-"""One member's share of a service whose work is split between several (issue 19).
+"""One member's share of a service whose work is split between several.
 
 Two ways of splitting, both keeping every event's id and content as one member alone
 would give it:

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import gc
 import hashlib
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Final
@@ -21,7 +20,7 @@ from typing import Any, Final
 import msgspec
 
 from ledgerlet_core.apiserver.admission import admit_pod, validate_priority_class
-from ledgerlet_core.apiserver.priority import AdmissionError, known_classes
+from ledgerlet_core.apiserver.priority_admission import AdmissionError, known_classes
 from ledgerlet_core.contracts import inputs as ev
 from ledgerlet_core.controllers.config import CONTROLLER_FIELDS, CONTROLLER_GATES, ControllerConfig
 from ledgerlet_core.kubelet.config import (
@@ -190,27 +189,14 @@ def _duration(raw: Any, *, obj: str, field_name: str) -> int:
 
 
 def load_scenario(text: str, source: str = "<scenario>") -> Scenario:
-    """Parse a scenario file's text; :class:`InputError` carries ``source`` as the file."""
+    """Parse a scenario file's text; :class:`InputError` carries ``source`` as the file.
+
+    Reading builds millions of objects and frees few: a caller that reads a large file
+    pauses the cyclic collector around it (the command line does: app/collector.py)."""
     try:
-        with _collector_paused():
-            return _load(text, source)
+        return _load(text, source)
     except InputError as exc:
         raise exc.located(file=source) from None
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Reading builds millions of objects and frees few: the cyclic collector, run every few
-    hundred allocations, walked them again and again for nothing (40 % of reading a
-    5,000-node fleet). It is paused while a file is read and left as it was; decisions do
-    not depend on it, and what little cyclic garbage reading leaves is collected later."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _load(text: str, source: str) -> Scenario:

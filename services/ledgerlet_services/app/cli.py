@@ -1,4 +1,4 @@
-"""``ledgerlet``: run scenarios, and (as the product grows) serve, replay and explain them."""
+"""``ledgerlet``: run scenarios and services; serve, replay, explain and report what they decided."""
 
 from __future__ import annotations
 

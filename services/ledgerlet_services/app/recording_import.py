@@ -26,6 +26,7 @@ from ledgerlet_core.scenario.documents import KubernetesLoader, read_documents
 from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_core.scenario.recording import build_scenario, offset_text
 from ledgerlet_core.scenario.recording_gaps import MAX_GAP
+from ledgerlet_services.app.collector import collector_paused
 from ledgerlet_services.app.inputs import read_bounded, read_stream_bounded
 from ledgerlet_services.app.outputs import check_output, write_output
 
@@ -194,7 +195,8 @@ def import_files(
     )
     text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=120)
     # refuse to write what `ledgerlet run` would refuse; the error names the file to be
-    scenario = load_scenario(text, f"{out} (built from the recordings, not written)")
+    with collector_paused():  # (a fleet's millions of objects, none garbage)
+        scenario = load_scenario(text, f"{out} (built from the recordings, not written)")
     (write or (lambda data: write_output(check_output(out, "--out"), data)))(text.encode())
     lines = [
         f"{out}: {len(scenario.objects)} objects, {len(scenario.events)} stats events over "

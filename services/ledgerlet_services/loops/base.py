@@ -20,7 +20,6 @@ from typing import Any, ClassVar, TypeVar
 
 import msgspec
 
-from ledgerlet_core.cluster.decoded import SharedDecoding
 from ledgerlet_core.cluster.view import FOLD_DECODERS, ClusterView, folds_event
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.order import rank_of
@@ -39,9 +38,6 @@ Handler = tuple[
 ]
 
 _MARK = "__ledgerlet_handles__"
-
-#: objects decoded once for every loop of this process (see ledgerlet_core.cluster.decoded)
-SHARED_DECODING = SharedDecoding(name="loops")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,9 +93,11 @@ class Loop:
     _routes: ClassVar[dict[str, _Route]]
 
     def __init__(self, cluster: ClusterView | None = None) -> None:
-        """``cluster``: the view this loop reads, when the loops of a process share one
-        (the embedded engine folds it once per event, runtime/engine.py); else its own."""
-        self.cluster = cluster if cluster is not None else ClusterView(SHARED_DECODING)
+        """``cluster``: the view this loop reads: one the loops of a process share (the
+        embedded engine folds it once per event, runtime/engine.py), or one of its own
+        over the decoding its runner shares (runtime/shell.py); else a view of its own
+        that decodes for itself (a loop made alone, as tests do)."""
+        self.cluster = cluster if cluster is not None else ClusterView()
 
     def set_membership(self, member: Membership) -> None:
         """Take only ``member``'s share of the work (a split service: loop/membership.py);

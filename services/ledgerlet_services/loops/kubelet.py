@@ -31,8 +31,11 @@ from ledgerlet_core.loop.membership import Membership
 from ledgerlet_services.loops.base import Loop, RunRefused, for_node, on
 
 
-class EvictionManager(Loop):
-    """Split between members (issue 19), each is the kubelet of its own nodes only: a run
+class KubeletLoop(Loop):
+    """The kubelet of every node (its service keeps the name ``eviction-manager``, what it
+    was first): node-pressure eviction and the rest of what a kubelet decides.
+
+    Split between members, each is the kubelet of its own nodes only: a run
     split so must be ordered by node (``ScenarioStarted.orderScheme``, contracts/order.py),
     which ``ledgerlet drive --members eviction-manager=N`` asks for; a member skips any
     other run whole, saying why (:class:`RunRefused`)."""
@@ -161,4 +164,4 @@ class EvictionManager(Loop):
             self.kubelet.tick(out)
 
 
-__all__ = ["EvictionManager"]
+__all__ = ["KubeletLoop"]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledgerlet_core.apiserver.admission import admitted_record
-from ledgerlet_core.apiserver.priority import AdmissionError
+from ledgerlet_core.apiserver.priority_admission import AdmissionError
 from ledgerlet_core.apiserver.server import ApiServer, not_found
 from ledgerlet_core.cluster.view import ClusterView
 from ledgerlet_core.contracts import decisions as dec

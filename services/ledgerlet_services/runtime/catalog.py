@@ -9,18 +9,18 @@ from ledgerlet_core.contracts.order import ORDER_BY_NODE, ORDER_BY_STEP
 from ledgerlet_core.loop.membership import Membership, group_of
 from ledgerlet_services.loops.base import Loop
 from ledgerlet_services.loops.controller_manager import ControllerManager
-from ledgerlet_services.loops.kubelet import EvictionManager
+from ledgerlet_services.loops.kubelet import KubeletLoop
 from ledgerlet_services.loops.out_of_service import OutOfServiceController
 from ledgerlet_services.loops.scheduler import Scheduler
 from ledgerlet_services.loops.shutdown_manager import ShutdownManager
 from ledgerlet_services.loops.stats_collector import Collector
 from ledgerlet_services.runtime.recorder import NAME as RECORDER
-from ledgerlet_services.runtime.topics import ALL_TOPICS
+from ledgerlet_services.runtime.topic_specs import ALL_TOPICS
 
 #: the control loops: consume, fold, decide, publish (the virtual clock waits for them)
 CONTROL_LOOPS: Final[tuple[type[Loop], ...]] = (
     Collector,
-    EvictionManager,
+    KubeletLoop,
     ShutdownManager,
     Scheduler,
     ControllerManager,

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ledgerlet_bus.retry import with_backoff
+from ledgerlet_core.cluster.decoded import SharedDecoding
 from ledgerlet_core.contracts.internal import RUN_COMPLETED, RUN_FAILED
 from ledgerlet_core.contracts.registry import DECISION
 from ledgerlet_core.loop.membership import Membership, group_of
@@ -39,9 +40,9 @@ from ledgerlet_services.runtime.recorder import RecorderRunner
 from ledgerlet_services.runtime.run_binding import check_run_binding
 from ledgerlet_services.runtime.run_completeness import RunShortfall, shortfall_reason, unstored
 from ledgerlet_services.runtime.shell import ServiceRunner, not_splittable
-from ledgerlet_services.runtime.snapshots import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS, Snapshots
+from ledgerlet_services.runtime.snapshot_policy import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS, Snapshots
 from ledgerlet_services.runtime.telemetry import Telemetry
-from ledgerlet_services.runtime.topics import DEFAULT_PARTITIONS, topic_specs
+from ledgerlet_services.runtime.topic_specs import DEFAULT_PARTITIONS, topic_specs
 from ledgerlet_store.contract import StoreUnavailable
 from ledgerlet_store.dsn import is_postgres
 from ledgerlet_store.leases import Lease
@@ -142,6 +143,8 @@ async def serve(
             else {g: list(ts) for g, ts in recorder_groups().items()}
         )
         current_store = store
+        #: the objects decoded once for every runner this process hosts
+        decoding = SharedDecoding()
 
         def make_runner(member: Membership | None = member) -> ServiceRunner | RecorderRunner:
             if kind is None:
@@ -153,7 +156,7 @@ async def serve(
                 snapshots = Snapshots(
                     current_store, key, every_records=every.records, every_seconds=every.seconds, host_slot=HOST_SLOT
                 )
-            return ServiceRunner(bus, kind, telemetry=telemetry, snapshots=snapshots, member=member)
+            return ServiceRunner(bus, kind, telemetry=telemetry, snapshots=snapshots, member=member, decoding=decoding)
 
         reporter = asyncio.create_task(_report_lag(bus, groups, telemetry, lag_every))
         try:

@@ -25,7 +25,7 @@ from ledgerlet_core.contracts.registry import decode_data, make_envelope
 from ledgerlet_services.runtime.causal_buffer import next_offsets
 from ledgerlet_services.runtime.clock_book import ClockBook
 from ledgerlet_services.runtime.telemetry import Telemetry
-from ledgerlet_services.runtime.topics import CLOCK, INPUTS, TIMERS
+from ledgerlet_services.runtime.topic_specs import CLOCK, INPUTS, TIMERS
 
 log = logging.getLogger(__name__)
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ledgerlet_bus.memory import MemoryBus
+from ledgerlet_core.cluster.decoded import SharedDecoding
 from ledgerlet_core.contracts import order
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.inputs import OBSERVATIONS_WHOLE
@@ -24,14 +25,13 @@ from ledgerlet_core.loop.membership import Membership
 from ledgerlet_core.model.k8s.objects import AnyObject, Node, Pod
 from ledgerlet_core.scenario.feed import scenario_feed
 from ledgerlet_core.scenario.load import Scenario
-from ledgerlet_services.loops.base import SHARED_DECODING
 from ledgerlet_services.runtime.catalog import CONTROL_LOOPS
 from ledgerlet_services.runtime.driver import Driver, DriverStats
 from ledgerlet_services.runtime.engine import Engine, LoopFailed
 from ledgerlet_services.runtime.recorder import EventSink, RecorderRunner
 from ledgerlet_services.runtime.shell import ServiceRunner, SharedEnvelopes
 from ledgerlet_services.runtime.telemetry import Telemetry
-from ledgerlet_services.runtime.topics import ALL_TOPICS, topic_specs
+from ledgerlet_services.runtime.topic_specs import ALL_TOPICS, topic_specs
 from ledgerlet_store.contract import EventStore, StoredEvent
 
 #: how long a step may go on without any loop committing anything before the run is
@@ -92,11 +92,12 @@ async def run_embedded(
     (None: waited out for ever)."""
     run_id = run or new_run_id()
     began = time.perf_counter()
+    decoding = SharedDecoding()
     if full_observations and scenario.observations != OBSERVATIONS_WHOLE:
         scenario = dataclasses.replace(scenario, observations=OBSERVATIONS_WHOLE)
     try:
         outcome = await run_feed(
-            _seeded_feed(scenario, run_id),
+            _seeded_feed(scenario, run_id, decoding),
             store,
             run=run_id,
             duration=scenario.duration,
@@ -107,6 +108,7 @@ async def run_embedded(
             bus=bus,
             idle_timeout=idle_timeout,
             store_wait=store_wait,
+            decoding=decoding,
         )
     except ServiceFailed as exc:
         with contextlib.suppress(Exception):  # (the store may be what failed: bounded)
@@ -114,7 +116,7 @@ async def run_embedded(
             exc.outcome_stored = True
         raise
     finally:
-        SHARED_DECODING.forget(run_id, scenario.digest)
+        decoding.forget(run_id, scenario.digest)
     await record_outcome(store, run_id, scenario.duration, RUN_COMPLETED)
     decisions = await store.read_run(run_id, kind=DECISION)
     return RunResult(
@@ -127,13 +129,13 @@ async def run_embedded(
     )
 
 
-def _seeded_feed(scenario: Scenario, run: str) -> list[Envelope]:
-    """The scenario's inputs; the loops of this process are given its nodes and pods as
-    loaded, by the id of the input that carries each (``Decoded.seed``: one copy of a
-    fleet's pods, not two, and none decoded again)."""
+def _seeded_feed(scenario: Scenario, run: str, decoding: SharedDecoding) -> list[Envelope]:
+    """The scenario's inputs; the loops that decode through ``decoding`` are given its
+    nodes and pods as loaded, by the id of the input that carries each (``Decoded.seed``:
+    one copy of a fleet's pods, not two, and none decoded again)."""
     built: dict[str, AnyObject] = {}
     feed = scenario_feed(scenario, run, built)
-    SHARED_DECODING.for_run(run, scenario.digest).seed({i: o for i, o in built.items() if isinstance(o, Node | Pod)})
+    decoding.for_run(run, scenario.digest).seed({i: o for i, o in built.items() if isinstance(o, Node | Pod)})
     return feed
 
 
@@ -168,6 +170,7 @@ async def run_feed(
     quiet_nodes: frozenset[str] = frozenset(),
     members: Mapping[str, int] | None = None,
     store_wait: float | None = None,
+    decoding: SharedDecoding | None = None,
 ) -> FeedOutcome:
     """Drive a run's input events through every control loop; everything lands in ``sink``.
 
@@ -179,8 +182,10 @@ async def run_feed(
     dispatched once), unless a ``bus`` is given or services are split between ``members``
     (each with its own group, as ``ledgerlet service NAME --member I/N`` runs them): then
     every loop is a service runner of its own on that in-memory bus, as in the
-    distributed stack (:func:`run_on_bus`).
+    distributed stack (:func:`run_on_bus`). ``decoding``: what the loops decode
+    through, shared by them all (seeded with the scenario's objects); else one of the run's.
     """
+    decoding = decoding if decoding is not None else SharedDecoding()
     if bus is None and not members:
         engine = Engine(
             feed,
@@ -192,6 +197,7 @@ async def run_feed(
             quiet_nodes=quiet_nodes,
             full_observations=full_observations,
             store_wait=store_wait,
+            decoding=decoding,
         )
         del feed  # (the engine lets each input go once it is handed out)
         try:
@@ -213,6 +219,7 @@ async def run_feed(
         quiet_nodes=quiet_nodes,
         members=members,
         store_wait=store_wait,
+        decoding=decoding,
     )
 
 
@@ -231,6 +238,7 @@ async def run_on_bus(
     quiet_nodes: frozenset[str] = frozenset(),
     members: Mapping[str, int] | None = None,
     store_wait: float | None = None,
+    decoding: SharedDecoding | None = None,
 ) -> FeedOutcome:
     """:func:`run_feed` with every loop a service runner of its own on an in-memory bus,
     with the recorder and the driver, exactly as the distributed stack runs them."""
@@ -244,9 +252,12 @@ async def run_on_bus(
         for n in [(members or {}).get(kind.name, 1)]
         for i in range(n)
     ]
+    decoding = decoding if decoding is not None else SharedDecoding()
     shared = SharedEnvelopes({t: sum(t in kind.topics for kind, _ in shares) for t in ALL_TOPICS}, recorders=1)
     runners = [
-        ServiceRunner(bus, kind, telemetry=telemetry, envelopes=shared, quiet_nodes=quiet_nodes, member=member)
+        ServiceRunner(
+            bus, kind, telemetry=telemetry, envelopes=shared, quiet_nodes=quiet_nodes, member=member, decoding=decoding
+        )
         for kind, member in shares
     ]
     recorder = RecorderRunner(

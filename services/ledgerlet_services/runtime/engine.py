@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ledgerlet_core.cluster.decoded import SharedDecoding
 from ledgerlet_core.cluster.view import ClusterView, folds_event
 from ledgerlet_core.contracts import inputs as ev
 from ledgerlet_core.contracts import order
@@ -40,7 +41,7 @@ from ledgerlet_core.contracts.internal import ClockTick, TimerSet
 from ledgerlet_core.contracts.registry import decode_data, make_envelope
 from ledgerlet_core.contracts.topics import topic_of
 from ledgerlet_core.loop.emitter import Emitter
-from ledgerlet_services.loops.base import SHARED_DECODING, Handler, Loop, fold_decoder
+from ledgerlet_services.loops.base import Handler, Loop, fold_decoder
 from ledgerlet_services.runtime.catalog import CONTROL_LOOPS
 from ledgerlet_services.runtime.clock_book import ClockBook
 from ledgerlet_services.runtime.driver import DriverStats
@@ -91,9 +92,12 @@ class Engine:
         full_observations: bool = False,
         loops: Sequence[type[Loop]] = CONTROL_LOOPS,
         store_wait: float | None = None,
+        decoding: SharedDecoding | None = None,
     ) -> None:
         """``store_wait``: seconds the store may refuse every append before the run fails
-        (:class:`~ledgerlet_services.runtime.recorder.StoreUnwritable`); None: for ever."""
+        (:class:`~ledgerlet_services.runtime.recorder.StoreUnwritable`); None: for ever.
+        ``decoding``: objects decoded for this run already (the scenario's, as loaded:
+        runtime/embedded.py); else the engine's own."""
         self.run_id = run
         self.duration = duration
         self.sink = sink
@@ -104,7 +108,7 @@ class Engine:
         self._never = asyncio.Event()
         #: inputs not dispatched yet, in order (each let go once handed out)
         self.feed = deque(sorted(feed, key=Envelope.sort_key))
-        self.view = ClusterView(SHARED_DECODING)
+        self.view = ClusterView(decoding if decoding is not None else SharedDecoding())
         self.loops = [kind(self.view) for kind in loops]
         if quiet_nodes:
             for loop in self.loops:

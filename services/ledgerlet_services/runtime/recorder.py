@@ -24,7 +24,7 @@ from ledgerlet_services.runtime.causal_buffer import next_offsets
 from ledgerlet_services.runtime.publishing import commit, poll
 from ledgerlet_services.runtime.shell import SharedEnvelopes
 from ledgerlet_services.runtime.telemetry import Telemetry
-from ledgerlet_services.runtime.topics import ALL_TOPICS
+from ledgerlet_services.runtime.topic_specs import ALL_TOPICS
 from ledgerlet_store.contract import StoreError, StoreUnavailable
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """Recovery: a restarted service's state, rebuilt from what its group committed.
 
 A service's state is a function of the records its group has committed. A restarted one
-loads the newest checkpoint (snapshots.py), if there is one it can read, and folds again
+loads the newest checkpoint (snapshot_policy.py), if there is one it can read, and folds again
 every event its group committed after it (the bus keeps them), in the runs' decision order
 ``(t, order)``, with its output thrown away, since it was published the first time.
 Handlers never depend on the order in which a step's events arrive (ties are broken by

@@ -11,7 +11,7 @@ State is per run: each run id gets a fresh service instance, dropped when the ru
 
 The runner is put together from parts: what it may handle yet and commit (causal_buffer.py,
 pure), its traffic with the bus (publishing.py), the state rebuilt at a restart
-(recovery.py) and the checkpoints that shorten it (snapshots.py).
+(recovery.py) and the checkpoints that shorten it (snapshot_policy.py).
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from typing import Any, cast
 
 from ledgerlet_bus.api import Bus, Record, TopicPartition
 from ledgerlet_bus.retry import Stopped
+from ledgerlet_core.cluster.decoded import SharedDecoding
+from ledgerlet_core.cluster.view import ClusterView
 from ledgerlet_core.contracts.batch import BATCH, expand
 from ledgerlet_core.contracts.envelope import Envelope, decode_envelope
 from ledgerlet_core.contracts.observed import BATCH_KEY
@@ -40,7 +42,7 @@ from ledgerlet_services.runtime.outgoing import Outgoing, routed
 from ledgerlet_services.runtime.publishing import commit, poll, publish, stream
 from ledgerlet_services.runtime.recovery import fold, read_history
 from ledgerlet_services.runtime.snapshot_codec import RunnerState
-from ledgerlet_services.runtime.snapshots import Snapshots
+from ledgerlet_services.runtime.snapshot_policy import Snapshots
 from ledgerlet_services.runtime.telemetry import Telemetry
 
 log = logging.getLogger(__name__)
@@ -81,7 +83,7 @@ def _foreign_to(member: Membership) -> Callable[[bytes], bool]:
 
 def not_splittable(name: str) -> str:
     """Why a service that is not ``Loop.splittable`` cannot be given a member."""
-    return f"{name} cannot be split between members (only the stats collector and the eviction manager can, so far)"
+    return f"{name} cannot be split between members (only the stats collector and the eviction manager can)"
 
 
 class ServiceRunner:
@@ -97,9 +99,12 @@ class ServiceRunner:
         snapshots: Snapshots | None = None,
         quiet_nodes: frozenset[str] = frozenset(),
         member: Membership | None = None,
+        decoding: SharedDecoding | None = None,
     ) -> None:
         """``envelopes``: decoding shared with the other runners of an embedded run;
-        ``snapshots``: where the state is checkpointed (see runtime/snapshots.py);
+        ``decoding``: the objects its loops decode, shared with the other runners of the
+        process (else the runner's own);
+        ``snapshots``: where the state is checkpointed (see runtime/snapshot_policy.py);
         ``quiet_nodes``: nodes the loop makes no observations of (:meth:`Loop.set_quiet_nodes`);
         ``member``: this runner's share of a split service (loop/membership.py), whose group
         is its own (every member reads every record)."""
@@ -113,6 +118,7 @@ class ServiceRunner:
             envelopes.expand if envelopes is not None else lambda batch, _: (expand(batch), None)
         )
         self.kind = service
+        self.decoding = decoding if decoding is not None else SharedDecoding()
         self.name = service.name
         self.rank = service.rank
         self.topics = service.topics
@@ -225,7 +231,7 @@ class ServiceRunner:
         if svc is None:
             if run in self._ended:
                 return None
-            svc = self.instances[run] = self.kind()
+            svc = self.instances[run] = self.kind(ClusterView(self.decoding))
             if self.quiet_nodes:
                 svc.set_quiet_nodes(self.quiet_nodes)
             if self.member is not None:
@@ -246,7 +252,7 @@ class ServiceRunner:
         :class:`Stopped` if told to stop while waiting for the snapshot's database."""
         began = time.perf_counter()
         start: dict[TopicPartition, int] | None = None
-        loaded = await self.snapshots.load(self._stop) if self.snapshots is not None else None
+        loaded = await self.snapshots.load(self._stop, self.decoding) if self.snapshots is not None else None
         if loaded is not None:
             state, start = loaded
             self.adopt(state)
@@ -296,7 +302,7 @@ class ServiceRunner:
 
     def checkpoint_aside(self, offsets: dict[TopicPartition, int]) -> None:
         """Start saving the state as of ``offsets`` and go on handling meanwhile (the
-        state is pickled as it is now by a forked child: runtime/snapshots.py). One that
+        state is pickled as it is now by a forked child: runtime/snapshot_policy.py). One that
         cannot start now (another is under way, an event is held) is started when the
         service is next idle, as of what it has committed by then, and so is one whose
         turn has not come (another service of the machine is checkpointing); one that

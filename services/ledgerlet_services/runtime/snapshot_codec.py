@@ -16,11 +16,16 @@ A checkpoint carries a digest for every module loaded when it was taken (its man
 is read with an unpickler that checks, for each class it meets, its module's digest against
 the code loaded now (:class:`StaleSnapshot` at the first that differs). Modules whose classes
 it does not hold may change as they like.
+
+The decoding the loops share (:class:`~ledgerlet_core.cluster.decoded.SharedDecoding`) is
+the process's, not the state's: it is pickled as a reference, and the restoring runner's
+takes its place.
 """
 
 from __future__ import annotations
 
 import ast
+import copyreg
 import hashlib
 import importlib.metadata
 import io
@@ -37,6 +42,7 @@ from typing import Any, Final
 
 import cramjam
 
+from ledgerlet_core.cluster.decoded import SharedDecoding
 from ledgerlet_services.loops.base import Loop
 from ledgerlet_services.runtime.dedupe import RecentIds
 
@@ -46,6 +52,7 @@ PICKLE_PROTOCOL: Final = 5
 #: a checkpoint's first bytes, then the manifest's length and the manifest (JSON)
 _MAGIC: Final = b"LLSNAP2\n"
 _LENGTH: Final = struct.Struct(">I")
+
 #: modules whose source is the project's own: digested (the rest by their distribution)
 OWN: Final = ("ledgerlet_",)
 
@@ -146,34 +153,63 @@ def capture(state: RunnerState, modules: Mapping[str, str]) -> bytes:
     """The state as a checkpoint: the manifest ``modules`` (:func:`manifest`), then the
     state pickled and compressed (a fleet's state is mostly repetition)."""
     head = json.dumps(modules, sort_keys=True, separators=(",", ":")).encode()
-    body = cramjam.zstd.compress(pickle.dumps(state, protocol=PICKLE_PROTOCOL), level=1)
+    pickled = io.BytesIO()
+    pickler = pickle.Pickler(pickled, protocol=PICKLE_PROTOCOL)
+    pickler.dispatch_table = _DISPATCH
+    pickler.dump(state)
+    body = cramjam.zstd.compress(pickled.getbuffer(), level=1)
     return b"".join([_MAGIC, _LENGTH.pack(len(head)), head, bytes(body)])
 
 
-def restore(blob: bytes) -> RunnerState:
+def restore(blob: bytes, decoding: SharedDecoding | None = None) -> RunnerState:
     """The state a checkpoint holds; :class:`StaleSnapshot` if a class it holds is of a
-    module that has changed since (or that is not loaded, or not in its manifest)."""
+    module that has changed since (or that is not loaded, or not in its manifest).
+    ``decoding``: what the restored loops decode through (the restoring runner's; else
+    one of their own)."""
     if not blob.startswith(_MAGIC):
         raise StaleSnapshot("not a checkpoint of this format")
     start = len(_MAGIC) + _LENGTH.size
     (length,) = _LENGTH.unpack_from(blob, len(_MAGIC))
     modules = json.loads(blob[start : start + length])
     data = bytes(cramjam.zstd.decompress(blob[start + length :]))
-    state = _CheckingUnpickler(io.BytesIO(data), modules).load()
+    state = _CheckingUnpickler(io.BytesIO(data), modules, decoding or SharedDecoding()).load()
     if not isinstance(state, RunnerState):
         raise TypeError(f"a snapshot holds {type(state).__name__}, not RunnerState")
     return state
 
 
-class _CheckingUnpickler(pickle.Unpickler):
-    """Looks every class up as pickle does, once its module is the one pickled."""
+def restoring_decoding() -> SharedDecoding:
+    """What a checkpoint's shared decoding is pickled as a call of: the restoring runner's
+    (:class:`_CheckingUnpickler`); read by plain pickle, a new one."""
+    return SharedDecoding()
 
-    def __init__(self, file: io.BytesIO, modules: Mapping[str, str]) -> None:
+
+def _by_reference(_: SharedDecoding) -> tuple[Any, tuple[()]]:
+    return restoring_decoding, ()
+
+
+#: how a checkpoint's objects are reduced: as pickle does, but the shared decoding by
+#: reference (:func:`restoring_decoding`); by type, so the other objects of a fleet's
+#: state cost nothing more (no per-object hook)
+_DISPATCH: Final = {**copyreg.dispatch_table, SharedDecoding: _by_reference}
+
+
+class _CheckingUnpickler(pickle.Unpickler):
+    """Looks every class up as pickle does, once its module is the one pickled; the
+    shared decoding is ``decoding``."""
+
+    def __init__(self, file: io.BytesIO, modules: Mapping[str, str], decoding: SharedDecoding) -> None:
         super().__init__(file)
         self._modules = modules
         self._checked: set[str] = set()
+        self._decoding = decoding
+
+    def _restoring_decoding(self) -> SharedDecoding:
+        return self._decoding
 
     def find_class(self, module: str, name: str) -> Any:
+        if (module, name) == (__name__, restoring_decoding.__name__):
+            return self._restoring_decoding  # (the codec's own: no digest of it in the key)
         if module not in self._checked:
             now = module_digest(module)
             if now is None:

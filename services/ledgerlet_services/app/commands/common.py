@@ -22,12 +22,13 @@ from ledgerlet_core.model.duration import SECOND, DurationError, format_duration
 from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.scenario.bounds import MAX_DURATION, check_duration, decode_text
 from ledgerlet_core.scenario.load import Scenario, load_scenario
+from ledgerlet_services.app.collector import collector_paused
 from ledgerlet_services.app.inputs import read_bounded
 from ledgerlet_services.app.messages import error
 from ledgerlet_services.app.outputs import Output, OutputFailed, OutputRefused, check_output, store_files, write_output
 from ledgerlet_services.app.report_console import rate, summary_tables
 from ledgerlet_services.runtime.embedded import RunResult
-from ledgerlet_services.runtime.topics import DEFAULT_PARTITIONS
+from ledgerlet_services.runtime.topic_specs import DEFAULT_PARTITIONS
 from ledgerlet_store.run_ids import BadRunId, check_run_id
 
 EXIT_OK = 0
@@ -108,7 +109,8 @@ def load_or_report(path: Path, console: Console, max_duration: int = MAX_DURATIO
     run is longer than ``max_duration`` is refused too."""
     try:
         data = read_bounded(path, str(path))  # (a device or a FIFO too: up to the limit)
-        scenario = load_scenario(decode_text(data, str(path)), str(path))
+        with collector_paused():  # (a fleet's millions of objects, none garbage)
+            scenario = load_scenario(decode_text(data, str(path)), str(path))
         check_duration(scenario.duration, max_duration, str(path))
         return scenario
     except OSError as exc:

@@ -23,7 +23,7 @@ from ledgerlet_services.app.commands.stored import address_error
 from ledgerlet_services.app.messages import error
 from ledgerlet_services.runtime.catalog import AUDIT_API, control_loop, service_names
 from ledgerlet_services.runtime.health import DEFAULT_MAX_AGE, Heartbeat, health_file, is_healthy
-from ledgerlet_services.runtime.snapshots import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS
+from ledgerlet_services.runtime.snapshot_policy import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS
 from ledgerlet_services.runtime.telemetry import Telemetry
 
 

@@ -27,10 +27,7 @@ from ledgerlet_core.model.k8s.objects import Workload
 from ledgerlet_core.model.k8s.selection import Selector
 from ledgerlet_core.scheduling.disruption import Controller, workload_controllers
 from ledgerlet_services.audit.kube_api import events as ev
-from ledgerlet_services.audit.kube_api.meta import ApiError, Instant, bad_request, parse_at
-from ledgerlet_services.audit.kube_api.metrics import get_metrics, scan_metrics
-from ledgerlet_services.audit.kube_api.nodes import LEASE_NAMESPACE, NODE_TYPES, STATUS_TYPES, build_node, lease_object
-from ledgerlet_services.audit.kube_api.objects import (
+from ledgerlet_services.audit.kube_api.cluster_objects import (
     BUILT_IN_NAMESPACES,
     fold_simple,
     namespace_object,
@@ -39,6 +36,9 @@ from ledgerlet_services.audit.kube_api.objects import (
     with_budget_status,
     with_quota_status,
 )
+from ledgerlet_services.audit.kube_api.meta import ApiError, Instant, bad_request, parse_at
+from ledgerlet_services.audit.kube_api.metrics import get_metrics, scan_metrics
+from ledgerlet_services.audit.kube_api.nodes import LEASE_NAMESPACE, NODE_TYPES, STATUS_TYPES, build_node, lease_object
 from ledgerlet_services.audit.kube_api.pods import POD_TYPES, build_pod, object_uid
 from ledgerlet_services.audit.kube_api.resources import Resource
 from ledgerlet_services.audit.kube_api.selectors import (

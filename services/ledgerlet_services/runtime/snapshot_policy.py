@@ -32,6 +32,7 @@ from typing import Final, Protocol
 
 from ledgerlet_bus.api import TopicPartition
 from ledgerlet_bus.retry import with_backoff
+from ledgerlet_core.cluster.decoded import SharedDecoding
 from ledgerlet_services.runtime.host_memory import available_bytes, resident_bytes, take_host_slot
 from ledgerlet_services.runtime.snapshot_codec import RunnerState, StaleSnapshot, format_version, manifest, restore
 from ledgerlet_services.runtime.snapshot_fork import Capture, capture_aside
@@ -151,11 +152,14 @@ class Snapshots:
             return last.last_seconds
         return last.last_seconds * max(1.0, self.size() / last.last_size)
 
-    async def load(self, stop: asyncio.Event | None = None) -> tuple[RunnerState, dict[TopicPartition, int]] | None:
+    async def load(
+        self, stop: asyncio.Event | None = None, decoding: SharedDecoding | None = None
+    ) -> tuple[RunnerState, dict[TopicPartition, int]] | None:
         """The newest checkpoint this code can read, or None (fold from the start). The
         database is waited for ``load_patience`` seconds at most (a snapshot is only a
         cache), and not once ``stop`` is set: raises :class:`~ledgerlet_bus.retry.Stopped`
-        (a service told to stop while its database is away leaves at once)."""
+        (a service told to stop while its database is away leaves at once). ``decoding``:
+        the restoring runner's, which the restored loops decode through."""
         try:
             snap = await with_backoff(
                 f"{self.key}: reading the snapshot",
@@ -180,7 +184,7 @@ class Snapshots:
             )
             return None
         try:
-            state = restore(snap.state)
+            state = restore(snap.state, decoding)
         except StaleSnapshot as exc:
             log.info("%s: the snapshot was taken by other code (%s): folding from the start", self.key, exc)
             return None
