@@ -303,12 +303,31 @@ def test_kept_dry_runs_decide_as_fresh_ones_while_nodes_change(seed: int) -> Non
             node.add(pod_info(make_pod(rng, f"arrival-{attempt}", node.name)))
 
 
+def _place_alike(
+    shape: Any, attempt: int, start: int, nodes: Any, table: Any, index: Any, settings: SchedulerConfig
+) -> int:
+    """Schedule a pod of ``shape`` both ways, check they agree, bind it where they put it
+    (its row refreshed and indexed as the cache does); the next cycle's start index."""
+    import dataclasses
+
+    pod = dataclasses.replace(shape, key=f"default/placed-{attempt}", name=f"placed-{attempt}", uid=f"u{attempt}")
+    kw: dict[str, Any] = {"now": 200 * 10**9, "start_index": start}
+    plain = schedule_one(pod, nodes, {}, [], settings, **kw)
+    vector = schedule_one(pod, nodes, {}, [], settings, table=table, index=index, **kw)
+    assert essentials(vector) == essentials(plain)
+    if plain.node:
+        row = table.index[plain.node]
+        nodes[row].add(pod)
+        table.refresh(row, nodes[row])
+        index.added(pod, row)
+    return int(plain.next_start)
+
+
 @pytest.mark.parametrize("seed", range(100))
 def test_kept_score_columns_decide_as_fresh_ones_while_pods_bind(seed: int) -> None:
     """Pods of a few recurring shapes placed one after another, each bound where the cycle
     put it (rows refreshed as the cache refreshes them): the vector cycle, which keeps
     each row's resource scores until its node changes, against the node-by-node one."""
-    import dataclasses
 
     rng = random.Random(9000 + seed)
     nodes, _, _ = make_cluster(rng)
@@ -318,18 +337,7 @@ def test_kept_score_columns_decide_as_fresh_ones_while_pods_bind(seed: int) -> N
     shapes = [pod_info(make_pod(rng, f"shape-{k}", nodes=len(nodes))) for k in range(2)]
     start = 0
     for attempt in range(10):
-        shape = rng.choice(shapes)
-        pod = dataclasses.replace(shape, key=f"default/placed-{attempt}", name=f"placed-{attempt}", uid=f"u{attempt}")
-        kw: dict[str, Any] = {"now": 200 * 10**9, "start_index": start}
-        plain = schedule_one(pod, nodes, {}, [], settings, **kw)
-        vector = schedule_one(pod, nodes, {}, [], settings, table=table, index=index, **kw)
-        assert essentials(vector) == essentials(plain)
-        start = plain.next_start
-        if plain.node:
-            row = table.index[plain.node]
-            nodes[row].add(pod)
-            table.refresh(row, nodes[row])
-            index.added(pod, row)
+        start = _place_alike(rng.choice(shapes), attempt, start, nodes, table, index, settings)
 
 
 @pytest.mark.parametrize("seed", range(60))
@@ -338,7 +346,6 @@ def test_per_domain_counts_kept_while_pods_come_and_go_are_fresh_ones(seed: int)
     the vector cycle (InterPodAffinity's PreFilter reading the index's counts per domain,
     kept from one pod to the next) decides as the node-by-node one, and every kept count
     per domain equals one summed afresh."""
-    import dataclasses
 
     rng = random.Random(12000 + seed)
     nodes, _, _ = make_cluster(rng)
@@ -348,18 +355,7 @@ def test_per_domain_counts_kept_while_pods_come_and_go_are_fresh_ones(seed: int)
     shapes = [pod_info(make_pod(rng, f"shape-{k}", nodes=len(nodes))) for k in range(3)]
     start = 0
     for attempt in range(12):
-        shape = rng.choice(shapes)
-        pod = dataclasses.replace(shape, key=f"default/placed-{attempt}", name=f"placed-{attempt}", uid=f"u{attempt}")
-        kw: dict[str, Any] = {"now": 200 * 10**9, "start_index": start}
-        plain = schedule_one(pod, nodes, {}, [], settings, **kw)
-        vector = schedule_one(pod, nodes, {}, [], settings, table=table, index=index, **kw)
-        assert essentials(vector) == essentials(plain)
-        start = plain.next_start
-        if plain.node:
-            row = table.index[plain.node]
-            nodes[row].add(pod)
-            table.refresh(row, nodes[row])
-            index.added(pod, row)
+        start = _place_alike(rng.choice(shapes), attempt, start, nodes, table, index, settings)
         row = rng.randrange(len(nodes))
         if nodes[row].pods and rng.random() < 0.5:
             gone = nodes[row].remove(rng.choice(list(nodes[row].pods)))
