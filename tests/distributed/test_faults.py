@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from ledgerlet_core.contracts.registry import decode_data
 from ledgerlet_services.runtime.catalog import needs_bus, service_names
 from ledgerlet_store.runs import run_states
 from ledgerlet_store.store import open_store
@@ -23,7 +25,7 @@ from tests.services.run_helpers import run_file
 from tests.support import private_pg
 from tests.support.brokers import Tansu, durable_tansu
 from tests.support.events import Stored, assert_same_events, count_events, stored_events, wait_until_stored
-from tests.support.stack import LocalStack
+from tests.support.stack import CLI, LocalStack
 
 pytestmark = pytest.mark.distributed
 
@@ -193,11 +195,6 @@ def test_a_run_whose_inputs_were_not_stored_fails_instead_of_completing_empty(
     """The services record into the stack's store, the driver is pointed at another one: every
     group reads everything, so the clock runs to the end, but the driver's store holds none
     of what it published. drive must not call that run completed (exit 0, no decisions)."""
-    import subprocess
-
-    from ledgerlet_core.contracts.registry import decode_data
-    from tests.support.stack import CLI
-
     run = f"short-{uuid.uuid4().hex[:8]}"
     elsewhere = f"sqlite:///{tmp_path / 'elsewhere.db'}"
     done = subprocess.run(

@@ -7,8 +7,6 @@ the machine's shared ones would cut off every other user of them."""
 from __future__ import annotations
 
 import asyncio
-import signal
-import subprocess
 import uuid
 from pathlib import Path
 
@@ -24,22 +22,6 @@ pytestmark = pytest.mark.distributed
 
 #: compose's default stop_grace_period
 GRACE = 10.0
-
-
-def _stopped(stack: LocalStack) -> dict[str, object]:
-    """SIGTERM every service at once; each one's exit code, or 'still running' after GRACE."""
-    for proc in stack.procs.values():
-        proc.send_signal(signal.SIGTERM)
-    codes: dict[str, object] = {}
-    for name, proc in stack.procs.items():
-        try:
-            codes[name] = proc.wait(GRACE)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-            codes[name] = "still running"
-    stack.procs.clear()
-    return codes
 
 
 @pytest.mark.parametrize("gone", ["broker", "database", "driver"])
@@ -59,7 +41,7 @@ def test_services_stop_cleanly_when_what_they_talk_to_is_gone(gone: str, tmp_pat
                 pg.stop("immediate")
             else:
                 drive.kill()
-            codes = _stopped(stack)
+            codes = stack.stop(grace=GRACE)  # (-9: still running after GRACE, then killed)
         finally:
             stack.stop()
             drive.kill()

@@ -124,15 +124,17 @@ class LocalStack:
         self.kill(name, sig)
         self.start_service(name)
 
-    def stop(self) -> dict[str, int]:
-        """SIGTERM every service and wait: the codes they exited with."""
+    def stop(self, grace: float = 30.0) -> dict[str, int]:
+        """SIGTERM every service at once and wait: the codes they exited with (one still
+        running ``grace`` seconds after the signal is killed: -9)."""
         codes: dict[str, int] = {}
         for proc in self.procs.values():
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + grace
         for name, proc in self.procs.items():
             try:
-                codes[name] = proc.wait(30)
+                codes[name] = proc.wait(max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 proc.kill()
                 codes[name] = proc.wait()
