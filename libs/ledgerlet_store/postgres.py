@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_store.batches import MEMBER_COLUMNS, MemberRow
 from ledgerlet_store.contract import StoreError, StoreUnavailable
 from ledgerlet_store.rows import COLUMNS, row_without_version, with_version
 from ledgerlet_store.sql_store import INDEXED_BATCHES, Conflict, SqlEventStore, driver_message
@@ -19,7 +20,6 @@ from ledgerlet_store.sql_store import INDEXED_BATCHES, Conflict, SqlEventStore, 
 #: advisory lock id: one migrator at a time
 MIGRATION_LOCK: Final = 7_420_117
 
-_MEMBER_COLUMNS: Final = ("event_id", "run", "type", "t", "order_key", "node", "pod", "position")
 _OBSERVED_COLUMNS: Final = ("event_id", "run", "t", "node", "position")
 
 #: SQLSTATE classes of a server that is away, not of a statement that is wrong: connection
@@ -119,12 +119,11 @@ class PostgresEventStore(SqlEventStore):
         return len(records)
 
     async def _insert_members(
-        self, conn: AsyncConnection, inputs: list[dict[str, Any]], observed: list[tuple[str, str, int, str, int]]
+        self, conn: AsyncConnection, inputs: list[MemberRow], observed: list[tuple[str, str, int, str, int]]
     ) -> None:
         raw: Any = (await conn.get_raw_connection()).driver_connection
         if inputs:
-            records = [tuple(r[c] for c in _MEMBER_COLUMNS) for r in inputs]
-            await raw.copy_records_to_table("batch_members", records=records, columns=_MEMBER_COLUMNS)
+            await raw.copy_records_to_table("batch_members", records=inputs, columns=MEMBER_COLUMNS)
         if observed:
             await raw.copy_records_to_table("observation_members", records=observed, columns=_OBSERVED_COLUMNS)
 

@@ -32,6 +32,7 @@ from ledgerlet_core.contracts.observed import OBSERVED, OBSERVED_BATCH
 from ledgerlet_core.contracts.registry import DECISION, INTERNAL
 from ledgerlet_store import snapshots
 from ledgerlet_store.batches import (
+    MemberRow,
     expanded,
     in_batches,
     in_decision_order,
@@ -100,7 +101,7 @@ class SqlEventStore(abc.ABC):
 
     @abc.abstractmethod
     async def _insert_members(
-        self, conn: AsyncConnection, inputs: list[dict[str, Any]], observed: list[tuple[str, str, int, str, int]]
+        self, conn: AsyncConnection, inputs: list[MemberRow], observed: list[tuple[str, str, int, str, int]]
     ) -> None:
         """Write rows of ``batch_members`` and ``observation_members``."""
 

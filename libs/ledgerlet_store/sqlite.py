@@ -13,6 +13,7 @@ from sqlalchemy import event as sa_event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_store.batches import MEMBER_COLUMNS, MemberRow
 from ledgerlet_store.contract import StoreError, StoreUnavailable, stream_id
 from ledgerlet_store.rows import COLUMNS, row_without_version, with_version
 from ledgerlet_store.schema import events
@@ -23,9 +24,8 @@ BUSY_TIMEOUT: Final = 60.0
 
 _INSERT: Final = f"INSERT INTO {events.name} ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
 _OBSERVED_INSERT: Final = "INSERT INTO observation_members (event_id, run, t, node, position) VALUES (?, ?, ?, ?, ?)"
-_MEMBER_COLUMNS: Final = ("event_id", "run", "type", "t", "order_key", "node", "pod", "position")
 _MEMBER_INSERT: Final = (
-    f"INSERT INTO batch_members ({', '.join(_MEMBER_COLUMNS)}) VALUES ({', '.join('?' * len(_MEMBER_COLUMNS))})"
+    f"INSERT INTO batch_members ({', '.join(MEMBER_COLUMNS)}) VALUES ({', '.join('?' * len(MEMBER_COLUMNS))})"
 )
 
 
@@ -99,10 +99,10 @@ class SqliteEventStore(SqlEventStore):
         return len(rows)
 
     async def _insert_members(
-        self, conn: AsyncConnection, inputs: list[dict[str, Any]], observed: list[tuple[str, str, int, str, int]]
+        self, conn: AsyncConnection, inputs: list[MemberRow], observed: list[tuple[str, str, int, str, int]]
     ) -> None:
-        if inputs:  # (plain tuples through the driver: a fleet's half a million pods)
-            await conn.exec_driver_sql(_MEMBER_INSERT, [tuple(r[c] for c in _MEMBER_COLUMNS) for r in inputs])
+        if inputs:
+            await conn.exec_driver_sql(_MEMBER_INSERT, inputs)
         if observed:
             await conn.exec_driver_sql(_OBSERVED_INSERT, observed)
 
