@@ -38,7 +38,14 @@ from ledgerlet_services.runtime.pool import Pool
 from ledgerlet_services.runtime.recorder import NAME as RECORDER
 from ledgerlet_services.runtime.recorder import RecorderRunner
 from ledgerlet_services.runtime.run_binding import check_run_binding
-from ledgerlet_services.runtime.run_completeness import RunShortfall, shortfall_reason, unstored
+from ledgerlet_services.runtime.run_completeness import (
+    RunShortfall,
+    pods_to_admit,
+    shortfall_reason,
+    unadmitted,
+    unadmitted_reason,
+    unstored,
+)
 from ledgerlet_services.runtime.shell import ServiceRunner, not_splittable
 from ledgerlet_services.runtime.snapshot_policy import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS, Snapshots
 from ledgerlet_services.runtime.telemetry import Telemetry
@@ -316,8 +323,14 @@ async def drive(
             reason = shortfall_reason(run_id, missing, len(set(published)))
             await record_outcome(store, run_id, scenario.duration, RUN_FAILED, reason)
             raise RunShortfall(reason)
-        await record_outcome(store, run_id, scenario.duration, RUN_COMPLETED)
         decisions = await store.read_run(run_id, kind=DECISION)
+        wanted = pods_to_admit(scenario)
+        never = unadmitted(((d.envelope.type, d.envelope.pod) for d in decisions), wanted)
+        if never:
+            reason = unadmitted_reason(run_id, never, len(wanted))
+            await record_outcome(store, run_id, scenario.duration, RUN_FAILED, reason)
+            raise RunShortfall(reason)
+        await record_outcome(store, run_id, scenario.duration, RUN_COMPLETED)
         stored = await store.count(run_id)
     finally:
         await store.close()
