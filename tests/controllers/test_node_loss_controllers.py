@@ -20,8 +20,8 @@ TOLERATES_5M = [
 def controllers() -> NodeLossControllers:
     c = NodeLossControllers("out-of-service-controller", Settings(monitor_grace=40 * S))
     c.node_applied("n1", [], 10 * S, False, 0, emitter())
-    c.pod_running(pod("db", extra_spec={"tolerations": TOLERATES_5M}), "n1", ["pv-db"])
-    c.pod_running(pod("web"), "n1", [])
+    c.pod_running(pod("db", extra_spec={"tolerations": TOLERATES_5M}), "n1", ("pv-db",))
+    c.pod_running(pod("web"), "n1", ())
     return c
 
 

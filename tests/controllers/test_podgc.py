@@ -47,7 +47,7 @@ def load(c: NodeLossControllers, pods: list[tuple[str, str, str]]) -> None:
         if phase in ("Succeeded", "Failed"):
             c.terminated_applied(p, 0, emitter())
         else:
-            c.pod_running(p, "node", [])
+            c.pod_running(p, "node", ())
 
 
 def force_deleted(c: NodeLossControllers, at: int) -> list[tuple[str, str]]:
@@ -112,7 +112,7 @@ def test_pods_that_fail_during_the_run_are_counted_and_deleted_at_the_next_pass(
     c = controllers(1)
     for name in ("web", "db", "cache"):
         c.pod_admitted(f"default/{name}", 0)
-        c.pod_running(pod(name, node="node"), "node", [])
+        c.pod_running(pod(name, node="node"), "node", ())
     c.pod_terminating("default/cache", "del", deleted=True)
     c.pod_ended("default/cache", evicted=False, now=3 * S, out=emitter(3))
     assert len(c.terminated) == 0  # deleted: gone
@@ -126,7 +126,7 @@ def test_pods_that_fail_during_the_run_are_counted_and_deleted_at_the_next_pass(
 
 def orphan_setup(threshold: int = -1) -> NodeLossControllers:
     c = controllers(threshold, "existing", "deleted")
-    c.pod_running(object_pod("a", "Running", "deleted"), "deleted", [])
+    c.pod_running(object_pod("a", "Running", "deleted"), "deleted", ())
     c.terminated_applied(object_pod("b", "Failed", "existing"), 0, emitter())
     c.terminated_applied(object_pod("c", "Succeeded", "deleted"), 0, emitter())
     c.terminated_applied(object_pod("d", "Failed", "deleted"), 0, emitter())

@@ -123,7 +123,8 @@ def test_a_closed_loop_node_without_memory_is_refused() -> None:
     )
     err = refused(text)
     assert err.field == "usage.node/n1" and "memory capacity" in str(err)
-    assert load_scenario(text.replace("{system:", "{capacity: {memory: 8Gi}, system:"), "ok.yaml").node_usage
+    ok = load_scenario(text.replace("{system:", "{capacity: {memory: 8Gi}, system:"), "ok.yaml")
+    assert list(ok.usage) == ["node/n1"]
 
 
 def test_quantities_beyond_an_int64_are_refused_where_they_enter() -> None:

@@ -70,7 +70,7 @@ def lost_pods(tolerations: list[dict[str, Any]]) -> tuple[NodeLossControllers, A
     c = NodeLossControllers("out-of-service-controller")
     start = emitter(0)
     c.node_applied("n1", [NO_EXECUTE], 10 * S, False, 0, start)
-    c.pod_running(pod("web", extra_spec={"tolerations": tolerations}), "n1", [])
+    c.pod_running(pod("web", extra_spec={"tolerations": tolerations}), "n1", ())
     return c, start
 
 
@@ -126,7 +126,7 @@ def test_untaint_frees_a_node_for_the_scheduler_whoever_put_the_taint_there() ->
 def test_the_out_of_service_taint_forces_the_detach_even_on_a_ready_node(effect: str) -> None:
     c = NodeLossControllers("out-of-service-controller")
     c.node_applied("n1", [], 10 * S, False, 0, emitter())
-    c.pod_running(pod("db"), "n1", ["pv-db"])
+    c.pod_running(pod("db"), "n1", ("pv-db",))
     oos = Taint(key="node.kubernetes.io/out-of-service", value="anything", effect=effect)
     c.tainted("n1", oos, 5 * S, emitter(5))
     c.pod_gone("default/db", 6 * S, emitter(6))

@@ -66,9 +66,15 @@ class Decoded:
         """Objects already built, by the id of the event that carries each: what the
         scenario loader made of its ``objects`` serves every loop of the process as it is
         (the same value the loops would decode from the event, one copy instead of two).
-        Kept for the run: every loop meets each of them once, at the start."""
+        Kept until :meth:`unseed`: every loop meets each of them once, at the start."""
         for event_id, obj in objects.items():
             self._seeded[(event_id, type(obj))] = obj
+
+    def unseed(self) -> None:
+        """Let go of the seeded objects (once the instant that carries them is over: a
+        fleet's half a million keys and ids are not held for the run). An object asked
+        for after this is decoded from its event: the same value."""
+        self._seeded.clear()
 
     def admitted(self, event_id: str, raw: Pod, data: dec.PodAdmitted) -> Pod:
         """``raw`` as the admission ``event_id`` (a ``PodAdmitted``) left it: the same raw

@@ -202,8 +202,11 @@ class ClusterView:
                 self.nodes.pop(data.name, None)
 
     # -- reading -------------------------------------------------------------------------
-    def volumes_of(self, pod: Pod) -> list[str]:
-        """The attachable PersistentVolumes a pod's claims are bound to."""
+    def volumes_of(self, pod: Pod) -> tuple[str, ...]:
+        """The attachable PersistentVolumes a pod's claims are bound to (a tuple: most pods
+        have none, and a fleet's controllers keep what this says for each of its pods)."""
+        if not pod.spec.volumes or not self.claims:
+            return ()
         ns = pod.metadata.namespace or "default"
         out = []
         for v in pod.spec.volumes:
@@ -212,7 +215,7 @@ class ClusterView:
             pv = self.claims.get(f"{ns}/{v.persistent_volume_claim.claim_name}")
             if pv is not None and pv in self.attachable:
                 out.append(pv)
-        return out
+        return tuple(out)
 
     # -- folding -------------------------------------------------------------------------
     def _applied(self, event_id: str, data: inp.LazyObjectApplied) -> None:

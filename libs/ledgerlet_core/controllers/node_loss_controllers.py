@@ -87,7 +87,7 @@ class _Pod:
     node: str
     tolerations: list[Toleration]
     grace: int
-    volumes: list[str]
+    volumes: tuple[str, ...]
     #: its creationTimestamp (epoch seconds), which PodGC orders terminated pods by
     created: int = 0
     terminating: bool = False
@@ -218,7 +218,7 @@ class NodeLossControllers:
         if key not in self.pods:
             self._admitted[key] = now
 
-    def pod_running(self, pod: Pod, node_name: str, volumes: list[str]) -> None:
+    def pod_running(self, pod: Pod, node_name: str, volumes: tuple[str, ...]) -> None:
         """A pod on ``node_name``, with the attachable volumes its claims are bound to."""
         node = self.nodes.get(node_name)
         if node is None:
@@ -227,7 +227,7 @@ class NodeLossControllers:
         created = creation_seconds(pod, self.settings.start, self._admitted.pop(pod.key, 0))
         self.pods[pod.key] = _Pod(
             node_name,
-            list(pod.spec.tolerations),
+            pod.spec.tolerations,  # (the pod's own, never changed in place: not copied)
             DEFAULT_TERMINATION_GRACE if grace is None else grace,
             volumes,
             created,
@@ -237,7 +237,7 @@ class NodeLossControllers:
             self.attached.setdefault((pv, node_name), set()).add(pod.key)
             self.unwanted.pop((pv, node_name), None)
 
-    def pod_started(self, pod: Pod, node: str, volumes: list[str], now: int, out: Emitter) -> None:
+    def pod_started(self, pod: Pod, node: str, volumes: tuple[str, ...], now: int, out: Emitter) -> None:
         self.pod_running(pod, node, volumes)
         self._wake(now, out, node)  # a NoExecute taint may already be there
 

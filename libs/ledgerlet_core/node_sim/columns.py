@@ -11,6 +11,7 @@ are one weighted count over the rows.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Iterable
 from typing import Final
 
@@ -123,7 +124,8 @@ class PodTerms:
         self._series = np.zeros(0, dtype=np.int64)
         self._used = 0
         self._free: list[int] = []
-        self._rows: dict[str, list[int]] = {}
+        #: each pod's rows (machine integers, not a list of int objects: a fleet has millions)
+        self._rows: dict[str, array[int]] = {}
 
     def place(self, pod: str, node_row: int, terms: Iterable[tuple[int, Series]]) -> None:
         """Pod ``pod`` on node row ``node_row`` adds each ``(kind, series)`` (replacing
@@ -135,7 +137,7 @@ class PodTerms:
             self._bucket[row] = node_row * KINDS + kind
             self._series[row] = self.table.index(series)
             rows.append(row)
-        self._rows[pod] = rows
+        self._rows[pod] = array("q", rows)
 
     def remove(self, pod: str) -> None:
         for row in self._rows.pop(pod, ()):

@@ -43,7 +43,7 @@ from ledgerlet_core.model.k8s.priority import is_static_pod
 from ledgerlet_core.model.settings import check_gates, check_settings, suggestion
 from ledgerlet_core.model.summary import Summary
 from ledgerlet_core.model.timefmt import EPOCH, parse_rfc3339
-from ledgerlet_core.model.usage import LAYOUTS, NodeUsage, PodUsage, parse_node_usage, parse_pod_usage
+from ledgerlet_core.model.usage import LAYOUTS, NodeUsage, parse_node_usage, parse_pod_usage
 from ledgerlet_core.scenario.documents import read_document
 from ledgerlet_core.scenario.json_scenario import plain, read_json_scenario
 from ledgerlet_core.scenario.observed_events import observed_events
@@ -95,10 +95,9 @@ class Scenario:
     controller_config: ControllerConfig
     objects: list[AnyObject]
     #: each ``usage`` entry as the JSON the input carries (a fleet's hundreds of thousands of
-    #: entries are not kept as dicts once checked)
+    #: entries are not kept as dicts once checked, and entries written alike share one text);
+    #: the loops parse what the inputs carry, so the entries parsed to check them are not kept
     usage: dict[str, msgspec.Raw]
-    node_usage: dict[str, NodeUsage]
-    pod_usage: dict[str, PodUsage]
     events: list[ScenarioEvent]
     node_order: list[str]
     node_configs: dict[str, KubeletConfig] = field(default_factory=dict)
@@ -186,6 +185,18 @@ def _duration(raw: Any, *, obj: str, field_name: str) -> int:
     if value < 0:
         raise InputError(f"duration {raw} must not be negative", obj=obj, field=field_name)
     return value
+
+
+def _usage_texts(usage_raw: dict[str, Any]) -> dict[str, msgspec.Raw]:
+    """Each entry as JSON: a JSON file's as it stands, but compact (its layout would travel
+    in every UsageDeclared and count against a batch's bytes); entries written alike (a
+    fleet's pods stamped from one template) share one text."""
+    texts: dict[bytes, msgspec.Raw] = {}
+    out: dict[str, msgspec.Raw] = {}
+    for key, raw in usage_raw.items():
+        text = msgspec.json.format(bytes(raw), indent=-1) if isinstance(raw, msgspec.Raw) else _USAGE_JSON.encode(raw)
+        out[key] = texts.setdefault(text, msgspec.Raw(text))
+    return out
 
 
 def load_scenario(text: str, source: str = "<scenario>") -> Scenario:
@@ -276,8 +287,6 @@ def _load(text: str, source: str) -> Scenario:
     objects = _resolve_initial_pods(objects, controller, shapes)
 
     usage_raw = _section(spec, "usage", dict)
-    node_usage: dict[str, NodeUsage] = {}
-    pod_usage: dict[str, PodUsage] = {}
     node_objects = {o.metadata.name: o for o in objects if isinstance(o, Node)}
     for key, raw in usage_raw.items():
         where = f"usage.{key}"
@@ -287,10 +296,10 @@ def _load(text: str, source: str) -> Scenario:
             node = key[len("node/") :]
             if node not in known_nodes:
                 raise InputError(f"usage for unknown node {node!r}", obj="spec", field=where)
-            node_usage[node] = _located(lambda raw=raw, where=where: parse_node_usage(plain(raw), where))
-            _check_machine_memory(node_usage[node], node_objects.get(node), where)
+            machine = _located(lambda raw=raw, where=where: parse_node_usage(plain(raw), where))
+            _check_machine_memory(machine, node_objects.get(node), where)
         else:
-            pod_usage[key] = _located(lambda raw=raw, where=where: parse_pod_usage(raw, where))
+            _located(lambda raw=raw, where=where: parse_pod_usage(raw, where))
             if key.count("/") == 2 and key.split("/")[1] not in Workload.KINDS:
                 raise InputError(f"unknown workload kind {key.split('/')[1]!r}", obj="spec", field=where)
 
@@ -313,16 +322,7 @@ def _load(text: str, source: str) -> Scenario:
         scheduler_config=scheduler,
         controller_config=controller,
         objects=objects,
-        usage={
-            # a JSON file's entry as it stands, but compact (its layout would travel in every
-            # UsageDeclared and count against a batch's bytes)
-            key: msgspec.Raw(msgspec.json.format(bytes(raw), indent=-1))
-            if isinstance(raw, msgspec.Raw)
-            else msgspec.Raw(_USAGE_JSON.encode(raw))
-            for key, raw in usage_raw.items()
-        },
-        node_usage=node_usage,
-        pod_usage=pod_usage,
+        usage=_usage_texts(usage_raw),
         events=events,
         node_order=node_order,
         node_configs=node_configs,

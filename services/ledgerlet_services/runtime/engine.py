@@ -158,6 +158,7 @@ class Engine:
                     rnd += 1
                     await self._settle()
                 self.stats.virtual_time = now
+                self.view.decoded.unseed()  # (the starting objects are met: see Decoded.seed)
                 if self.progress is not None:
                     self.progress(now)
             end = make_envelope(
