@@ -39,7 +39,7 @@ def test_a_loaded_object_is_what_a_loop_decodes_from_its_input(source: Path | st
     text = _fleet() if source == "fleet" else Path(source).read_text()
     scenario = load_scenario(text, str(source))
     built: dict[str, AnyObject] = {}
-    feed = list(expand_all(scenario_feed(scenario, "r", built)))
+    feed = list(expand_all(scenario_feed(scenario, "r", built.__setitem__)))
     checked = 0
     for env in feed:
         obj = built.get(env.id)

@@ -49,9 +49,20 @@ spec:
     - {apiVersion: v1, kind: Node, metadata: {name: n1}, status: {capacity: {cpu: "4", memory: 16Gi, pods: "110"}}}
     - {apiVersion: v1, kind: Pod, metadata: {name: a}, spec: {nodeName: n1, containers: [{name: c}]}}
   events:
-    - {at: 5s, apply: {apiVersion: v1, kind: Pod, metadata: {name: a, labels: {x: "1"}}, spec: {nodeName: n1, containers: [{name: c}]}}}
-    - {at: 5s, apply: {apiVersion: v1, kind: Pod, metadata: {name: b, namespace: team}, spec: {containers: [{name: c}]}}}
-    - {at: 9s, apply: {apiVersion: v1, kind: Pod, metadata: {name: b, namespace: team, labels: {x: "2"}}, spec: {containers: [{name: c}]}}}
+    - at: 5s
+      apply:
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: a, labels: {x: "1"}}
+        spec: {nodeName: n1, containers: [{name: c}]}
+    - at: 5s
+      apply: {apiVersion: v1, kind: Pod, metadata: {name: b, namespace: team}, spec: {containers: [{name: c}]}}
+    - at: 9s
+      apply:
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: b, namespace: team, labels: {x: "2"}}
+        spec: {containers: [{name: c}]}
     - {at: 20s, apply: {apiVersion: scheduling.k8s.io/v1, kind: PriorityClass, metadata: {name: high}, value: 1000}}
     - {at: 2m, apply: {apiVersion: v1, kind: Pod, metadata: {name: late}, spec: {containers: [{name: c}]}}}
 """

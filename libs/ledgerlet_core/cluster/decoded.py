@@ -68,7 +68,11 @@ class Decoded:
         (the same value the loops would decode from the event, one copy instead of two).
         Kept until :meth:`unseed`: every loop meets each of them once, at the start."""
         for event_id, obj in objects.items():
-            self._seeded[(event_id, type(obj))] = obj
+            self.seed_one(event_id, obj)
+
+    def seed_one(self, event_id: str, obj: Any) -> None:
+        """:meth:`seed` one object (as a scenario's inputs are made, one at a time)."""
+        self._seeded[(event_id, type(obj))] = obj
 
     def unseed(self) -> None:
         """Let go of the seeded objects (once the instant that carries them is over: a

@@ -73,34 +73,32 @@ def expand_all(envelopes: Iterable[Envelope]) -> Iterator[Envelope]:
 
 
 def batch_inputs(inputs: Iterable[Envelope], node_of: Callable[[Envelope], str | None]) -> list[Envelope]:
+    """:func:`iter_batched`, all at once."""
+    return list(iter_batched(inputs, node_of))
+
+
+def iter_batched(inputs: Iterable[Envelope], node_of: Callable[[Envelope], str | None]) -> Iterator[Envelope]:
     """``inputs`` (in feed order) with each run of consecutive batchable inputs of one
     instant and one node (``node_of``; None: not batchable) carried as batches of at most
     :data:`MAX_MEMBERS` members and :data:`MAX_BYTES` of data. Inputs are taken one at a
-    time: at most one batch's worth of them is held."""
-    out: list[Envelope] = []
+    time, and each batch handed out as it is full: at most one batch's worth is held."""
     run: list[Envelope] = []
     run_node: str | None = None
     size = 0
-
-    def flush() -> None:
-        if run:
-            out.append(_batch(run_node or "", list(run)))
-            run.clear()
-
     for env in inputs:
         node = node_of(env)
         length = len(env.data)
         if run and (node != run_node or env.t != run[-1].t or len(run) >= MAX_MEMBERS or size + length > MAX_BYTES):
-            flush()
-            size = 0
+            yield _batch(run_node or "", run)
+            run, size = [], 0
         if node is None:
-            out.append(env)
+            yield env
         else:
             run.append(env)
             run_node = node
             size += length
-    flush()
-    return out
+    if run:
+        yield _batch(run_node or "", run)
 
 
 def _batch(node: str, members: list[Envelope]) -> Envelope:

@@ -10,14 +10,14 @@ The pods bound in ``objects`` and their ``usage`` entries travel a node at a tim
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, cast
 
 import msgspec
 
 from ledgerlet_core.contracts import inputs as ev
 from ledgerlet_core.contracts import order
-from ledgerlet_core.contracts.batch import batch_inputs
+from ledgerlet_core.contracts.batch import iter_batched
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.registry import make_envelope, node_stream, pod_stream
 from ledgerlet_core.model.codec import object_json
@@ -69,12 +69,14 @@ def _object_routing(obj: AnyObject) -> tuple[str, str | None, str | None]:
     return f"object/{obj.kind}/{ns + '/' if ns else ''}{name}", None, None
 
 
-def scenario_feed(scenario: Scenario, run: str, built: dict[str, AnyObject] | None = None) -> list[Envelope]:
-    """The inputs, in order; ``built`` is given the loaded object each ``objects`` input
-    carries, by the input's id (what a loop would decode from it: see ``Decoded.seed``).
-
-    Inputs are made one at a time and batched as they come, so a fleet's million single
-    inputs are never all held at once."""
+def scenario_feed(
+    scenario: Scenario, run: str, built: Callable[[str, AnyObject], None] | None = None
+) -> Iterator[Envelope]:
+    """The inputs, in order (the loader sorts the events by their instant), made as they
+    are taken: a fleet's million single inputs, and its batches, are never all held at
+    once. ``built`` is told the loaded object each ``objects`` input carries, with the
+    input's id, before the input is handed out (what a loop would decode from it: see
+    ``Decoded.seed``)."""
     bound = {o.key: o.spec.node_name for o in scenario.objects if isinstance(o, Pod) and o.spec.node_name}
 
     def node_of(env: Envelope) -> str | None:
@@ -99,7 +101,7 @@ def scenario_feed(scenario: Scenario, run: str, built: dict[str, AnyObject] | No
             applied = ev.ObjectApplied(object=cast(dict[str, Any], msgspec.Raw(object_json(obj))), initial=True)
             env = envelope(0, applied, _object_routing(obj))
             if built is not None:
-                built[env.id] = obj
+                built(env.id, obj)
             yield env
         for key, raw in scenario.usage.items():
             index += 1
@@ -109,4 +111,4 @@ def scenario_feed(scenario: Scenario, run: str, built: dict[str, AnyObject] | No
             index += 1
             yield envelope(e.at, e.data, _routing(e.data))
 
-    return batch_inputs(inputs(), node_of)
+    return iter_batched(inputs(), node_of)

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ledgerlet_bus.api import Bus, Consumer, Producer
@@ -24,6 +23,7 @@ from ledgerlet_core.contracts.internal import ClockTick
 from ledgerlet_core.contracts.registry import decode_data, make_envelope
 from ledgerlet_services.runtime.causal_buffer import next_offsets
 from ledgerlet_services.runtime.clock_book import ClockBook
+from ledgerlet_services.runtime.input_stream import InputStream
 from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_services.runtime.topic_specs import CLOCK, INPUTS, TIMERS
 
@@ -47,7 +47,7 @@ class Driver:
     def __init__(
         self,
         bus: Bus,
-        feed: Sequence[Envelope],
+        feed: Iterable[Envelope],
         *,
         run: str,
         duration: int,
@@ -66,7 +66,7 @@ class Driver:
         self.resume = resume
         #: inputs not published yet: each is let go once published (a fleet's feed is
         #: hundreds of thousands of encoded objects, and the bus has its own copy)
-        self.feed = deque(sorted(feed, key=Envelope.sort_key))
+        self.feed = InputStream(feed)
         self.run_id = run
         self.duration = duration
         self.groups = groups
@@ -99,7 +99,7 @@ class Driver:
                 await self._read_earlier_ticks()
             feed = self.feed
             while True:
-                next_input = feed[0].t if feed else None
+                next_input = feed.peek().t if feed else None
                 next_timer = self.book.next_instant()
                 candidates = [x for x in (next_input, next_timer) if x is not None]
                 if not candidates:
@@ -138,8 +138,8 @@ class Driver:
     async def _publish_inputs(self, now: int, producer: Producer) -> int:
         """Publish the inputs of ``now``, letting each go once sent (the bus has it)."""
         published = backlog = 0
-        while self.feed and self.feed[0].t == now:
-            env = self.feed.popleft()
+        while self.feed and self.feed.peek().t == now:
+            env = self.feed.take()
             value = encode_envelope(env)
             if self.max_backlog_bytes is not None and backlog and backlog + len(value) > self.max_backlog_bytes:
                 await producer.flush()

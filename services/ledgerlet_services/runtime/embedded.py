@@ -11,7 +11,7 @@ import contextlib
 import dataclasses
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from ledgerlet_bus.memory import MemoryBus
@@ -129,14 +129,18 @@ async def run_embedded(
     )
 
 
-def _seeded_feed(scenario: Scenario, run: str, decoding: SharedDecoding) -> list[Envelope]:
-    """The scenario's inputs; the loops that decode through ``decoding`` are given its
-    nodes and pods as loaded, by the id of the input that carries each (``Decoded.seed``:
-    one copy of a fleet's pods, not two, and none decoded again)."""
-    built: dict[str, AnyObject] = {}
-    feed = scenario_feed(scenario, run, built)
-    decoding.for_run(run, scenario.digest).seed({i: o for i, o in built.items() if isinstance(o, Node | Pod)})
-    return feed
+def _seeded_feed(scenario: Scenario, run: str, decoding: SharedDecoding) -> Iterator[Envelope]:
+    """The scenario's inputs, made as they are taken; the loops that decode through
+    ``decoding`` are given its nodes and pods as loaded, by the id of the input that
+    carries each, before they meet it (``Decoded.seed``: one copy of a fleet's pods, not
+    two, and none decoded again)."""
+    decoded = decoding.for_run(run, scenario.digest)
+
+    def built(event_id: str, obj: AnyObject) -> None:
+        if isinstance(obj, Node | Pod):
+            decoded.seed_one(event_id, obj)
+
+    return scenario_feed(scenario, run, built)
 
 
 async def record_outcome(sink: EventSink, run: str, t: int, outcome: str, reason: str = "") -> None:
@@ -156,7 +160,7 @@ class FeedOutcome:
 
 
 async def run_feed(
-    feed: Sequence[Envelope],
+    feed: Iterable[Envelope],
     sink: EventSink,
     *,
     run: str,
@@ -224,7 +228,7 @@ async def run_feed(
 
 
 async def run_on_bus(
-    feed: Sequence[Envelope],
+    feed: Iterable[Envelope],
     sink: EventSink,
     *,
     run: str,

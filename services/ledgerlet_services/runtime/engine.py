@@ -26,8 +26,8 @@ import asyncio
 import contextlib
 import heapq
 import time
-from collections import Counter, deque
-from collections.abc import Callable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -45,6 +45,7 @@ from ledgerlet_services.loops.base import Handler, Loop, fold_decoder
 from ledgerlet_services.runtime.catalog import CONTROL_LOOPS
 from ledgerlet_services.runtime.clock_book import ClockBook
 from ledgerlet_services.runtime.driver import DriverStats
+from ledgerlet_services.runtime.input_stream import InputStream
 from ledgerlet_services.runtime.outgoing import routed
 from ledgerlet_services.runtime.recorder import NAME as RECORDER
 from ledgerlet_services.runtime.recorder import STOP_GRACE, EventSink, StoreUnwritable, append_waiting, stored_form
@@ -81,7 +82,7 @@ class EngineOutcome:
 class Engine:
     def __init__(
         self,
-        feed: Sequence[Envelope],
+        feed: Iterable[Envelope],
         sink: EventSink,
         *,
         run: str,
@@ -106,8 +107,9 @@ class Engine:
         self.full_observations = full_observations
         self.store_wait = store_wait
         self._never = asyncio.Event()
-        #: inputs not dispatched yet, in order (each let go once handed out)
-        self.feed = deque(sorted(feed, key=Envelope.sort_key))
+        #: inputs not dispatched yet, in order (each let go once handed out; a scenario's
+        #: made as they are taken: runtime/input_stream.py)
+        self.feed = InputStream(feed)
         self.view = ClusterView(decoding if decoding is not None else SharedDecoding())
         self.loops = [kind(self.view) for kind in loops]
         if quiet_nodes:
@@ -136,7 +138,7 @@ class Engine:
     async def run(self) -> EngineOutcome:
         try:
             while True:
-                next_input = self.feed[0].t if self.feed else None
+                next_input = self.feed.peek().t if self.feed else None
                 next_timer = self.book.next_instant()
                 candidates = [x for x in (next_input, next_timer) if x is not None]
                 if not candidates or min(candidates) > self.duration:
@@ -208,10 +210,10 @@ class Engine:
         comes before it is dispatched (a fleet's starting state is never queued whole)."""
         queue, feed = self._queue, self.feed
         while True:
-            if inputs_at is not None and feed and feed[0].t == inputs_at:
-                nxt = feed[0]
+            if inputs_at is not None and feed and feed.peek().t == inputs_at:
+                nxt = feed.peek()
                 if not queue or (nxt.t, tuple(nxt.order)) < queue[0][:2]:
-                    self._push(feed.popleft(), self.telemetry.publishing("driver", nxt))
+                    self._push(feed.take(), self.telemetry.publishing("driver", nxt))
                     self.stats.inputs += 1
             if not queue:
                 break
