@@ -29,7 +29,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeAlias, get_args
 
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
@@ -38,24 +38,26 @@ from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.registry import decode_data
 from ledgerlet_core.model.duration import SECOND
 
-#: the event types that change a pod as the API server holds it
-POD_HISTORY_TYPES: Final = (
-    "ObjectApplied",
-    "ObjectCreated",
-    "ObjectDeleted",
-    "PodAdmitted",
-    "PodRejected",
-    "PodScheduled",
-    "PodUnschedulable",
-    "PodNominated",
-    "PodStarted",
-    "PodPreempted",
-    "PodDeletionRequested",
-    "PodEvicted",
-    "PodTerminated",
-    "PodForceDeleted",
-    "OOMKilled",
+#: the events that change a pod as the API server holds it, as their contract models
+PodEvent: TypeAlias = (
+    inp.ObjectApplied
+    | internal.ObjectCreated
+    | inp.ObjectDeleted
+    | dec.PodAdmitted
+    | dec.PodRejected
+    | dec.PodScheduled
+    | dec.PodUnschedulable
+    | dec.PodNominated
+    | internal.PodStarted
+    | dec.PodPreempted
+    | internal.PodDeletionRequested
+    | dec.PodEvicted
+    | dec.PodTerminated
+    | dec.PodForceDeleted
+    | dec.OOMKilled
 )
+#: their event types (a model's type is its class name: ``contracts.registry``)
+POD_HISTORY_TYPES: Final = tuple(model.__name__ for model in get_args(PodEvent))
 #: how a pod ends that its object outlives (the kubelet writes a terminal status), and the
 #: status reason it writes
 KEPT_ENDINGS: Final = {"Evicted": "Evicted", "NodeShutdown": "Terminated"}
@@ -184,7 +186,7 @@ def pod_history(events: Iterable[Envelope], until: int) -> PodHistory:
     return h
 
 
-def fold_event(h: PodHistory, env: Envelope, data: Any) -> PodHistory:
+def fold_event(h: PodHistory, env: Envelope, data: PodEvent) -> PodHistory:
     """``h`` after one event (``data``: its contract model): the same history changed, or a
     new one when the event submits a new pod under the name."""
     h.changed = env.t
