@@ -29,7 +29,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Final, TypeAlias, get_args
+from typing import Any, Final, NamedTuple, TypeAlias, get_args
 
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
@@ -67,8 +67,7 @@ OOM_EXIT_CODE: Final = 137
 _RUNNING_CONDITIONS: Final = ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready")
 
 
-@dataclass(frozen=True, slots=True)
-class Condition:
+class Condition(NamedTuple):
     status: str
     reason: str
     message: str
@@ -76,8 +75,7 @@ class Condition:
     since: int
 
 
-@dataclass(frozen=True, slots=True)
-class Termination:
+class Termination(NamedTuple):
     """A container's exit."""
 
     at: int
@@ -85,8 +83,7 @@ class Termination:
     exit_code: int
 
 
-@dataclass(frozen=True, slots=True)
-class Deletion:
+class Deletion(NamedTuple):
     """A graceful delete: the pod is Terminating from ``at`` for its grace period."""
 
     at: int
@@ -97,8 +94,7 @@ class Deletion:
         return self.at + self.grace_period_seconds * SECOND
 
 
-@dataclass(frozen=True, slots=True)
-class Ending:
+class Ending(NamedTuple):
     """The kubelet stopped the pod (``PodTerminated``): why, and with what grace."""
 
     at: int
