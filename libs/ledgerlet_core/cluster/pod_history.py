@@ -122,7 +122,8 @@ class PodHistory:
 
     #: the object as submitted (``metadata`` as last applied); None before any, or refused
     submitted: dict[str, Any] | None = None
-    #: what admission wrote into it (``pkg/apis/scheduling`` priority, QoS, overhead...)
+    #: what admission wrote into it (priority, preemption policy, overhead, tolerations) and
+    #: the QoS class the API server gave it
     admitted: dec.PodAdmitted | None = None
     exists: bool = False
     #: when the API server accepted it (0 for the scenario's starting objects)
@@ -140,6 +141,7 @@ class PodHistory:
     #: the kubelet ended it with a status reason of its own (no container statuses)
     ended_by_kubelet: bool = False
     ending: Ending | None = None
+    #: the kubelet's eviction message, the status message once the pod has exited
     eviction_message: str = ""
     #: the instant of the last event folded
     changed: int = 0
