@@ -62,6 +62,9 @@ class PodShapes:
         self._shapes: dict[tuple[bytes, bytes, str], _Shape] = {}
         #: the shape each pod built here was made from (by the pod's identity)
         self._shape_of: dict[int, _Shape] = {}
+        #: an admitted shape's spec on a node, by the shape's spec and the node: the pods
+        #: of one shape on one node share it (a spec is never changed in place)
+        self._on_node: dict[tuple[int, str], PodSpec] = {}
 
     def pod(self, raw: msgspec.Raw, reference: Callable[[], Any], uid: Callable[[str, str], str]) -> Pod | None:
         """The pod ``raw`` holds, decoded, defaulted and checked; None when it is no pod or
@@ -125,9 +128,10 @@ class PodShapes:
         if meta.owner_references:
             meta.owner_references = shared.part(meta.owner_references)
         node = pod.spec.node_name
-        return Pod(
-            api_version=pod.api_version,
-            metadata=meta,
-            spec=msgspec.structs.replace(spec, node_name=node) if node else spec,
-            status=status,
-        )
+        if node:
+            key = (id(spec), node)
+            on_node = self._on_node.get(key)
+            if on_node is None:
+                on_node = self._on_node[key] = msgspec.structs.replace(spec, node_name=node)
+            spec = on_node
+        return Pod(api_version=pod.api_version, metadata=meta, spec=spec, status=status)
