@@ -67,7 +67,7 @@ def schedule_one(
     default_selector: Selector | None = None,
 ) -> CycleResult:
     """``table`` (with ``index``, the cache's per-node counts): the nodes as columns
-    (:mod:`.vector`): every node filtered at once, with the same result; node by node
+    (:mod:`.table`): every node filtered at once (:mod:`.vector`), with the same result; node by node
     without them (or for a pod the table cannot hold exactly). ``dry_runs``: preemption's
     dry runs kept while their nodes stay the same. ``default_selector``: the selector of
     the pod's controller, for the default topology spreading (None: no controller known)."""

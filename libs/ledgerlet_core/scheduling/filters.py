@@ -92,7 +92,7 @@ def _chain(pod: PodInfo, node: NodeInfo, extra: Sequence[PodInfo], state: CycleS
 
 def histogram(statuses: Iterable[NodeStatus]) -> str:
     """``FitError.Error``'s counts: "<n> <reason>" sorted as strings, joined by ", "."""
-    # nodes failing alike share one status object (:mod:`.vector`): counted once per object
+    # nodes failing alike share one status object (:func:`.status.interned`): counted once per object
     groups: dict[int, tuple[NodeStatus, int]] = {}
     for s in statuses:
         group = groups.get(id(s))

@@ -23,7 +23,7 @@ import numpy as np
 
 from ledgerlet_core.model.k8s.selection import Selector
 from ledgerlet_core.scheduling.cyclestate import CycleState
-from ledgerlet_core.scheduling.filters import GroupedStatuses, run_filters
+from ledgerlet_core.scheduling.filters import GroupedStatuses, counted_nominated, run_filters
 from ledgerlet_core.scheduling.index import PodIndex
 from ledgerlet_core.scheduling.info import NodeInfo, PodInfo
 from ledgerlet_core.scheduling.plugins import node_affinity, taint_toleration
@@ -55,13 +55,21 @@ class _ByNode:
     """The all-nodes form of a plugin that has only its per-node form: every row node by
     node (no default plugin is one; a plugin added without its all-nodes form still runs)."""
 
-    __slots__ = ("_filter", "_nodes")
+    __slots__ = ("_filter", "_nodes", "_nominated")
 
-    def __init__(self, filter_one: NodeFilter, nodes: Sequence[NodeInfo]) -> None:
-        self._filter, self._nodes = filter_one, nodes
+    def __init__(
+        self, filter_one: NodeFilter, nodes: Sequence[NodeInfo], nominated_by_node: Mapping[str, Sequence[PodInfo]]
+    ) -> None:
+        self._filter, self._nodes, self._nominated = filter_one, nodes, nominated_by_node
 
     def __call__(self, pod: PodInfo, nodes: AllNodes) -> Verdict | None:
-        statuses = [self._filter(pod, node, nodes.state, ()) for node in self._nodes]
+        """Each node with the nominated pods that count there (for their resources alone, as
+        in the all-nodes forms; the rows where more matters are filtered node by node)."""
+        nominated = self._nominated
+        statuses = [
+            self._filter(pod, node, nodes.state, counted_nominated(pod, node, nominated.get(node.name, ())))
+            for node in self._nodes
+        ]
         failing = [s for s in statuses if s.code]
         if not failing:
             return None
@@ -156,9 +164,11 @@ def filter_all(
     nominated_by_node: Mapping[str, Sequence[PodInfo]],
     state: CycleState | None = None,
     masks: NodeMasks | None = None,
+    plugins: Sequence[tuple[NodeFilter, NodesFilter | None]] = _ALL_NODES,
 ) -> Filtered:
     """The default filter chain on every node (``RunFilterPluginsWithNominatedPods``);
-    ``state``: the pod's PreFilter state from the cache (:func:`.cyclestate.vector_prefilter`)."""
+    ``state``: the pod's PreFilter state from the cache (:func:`.cyclestate.vector_prefilter`);
+    ``plugins``: each filter's per-node and all-nodes forms (the profile's)."""
     n = len(table.names)
     masks = masks if masks is not None else node_masks(pod, table)
     # nominated pods of at least this priority count on their node (RunFilterPluginsWithNominatedPods)
@@ -167,8 +177,8 @@ def filter_all(
     verdicts: list[Verdict] = []
     first = np.full(n, -1, np.int64)
     earlier = np.zeros(n, np.bool_)
-    for one, every in _ALL_NODES:
-        verdict = (every if every is not None else _ByNode(one, nodes))(pod, context)
+    for one, every in plugins:
+        verdict = (every if every is not None else _ByNode(one, nodes, nominated_by_node))(pod, context)
         if verdict is None:
             continue
         failed = verdict.failed
@@ -310,28 +320,30 @@ def score_all(
     index: PodIndex | None = None,
     default_selector: Selector | None = None,
     masks: NodeMasks | None = None,
+    plugins: Sequence[tuple[str, NodeScorer, NodesScorer | None]] = _SCORES,
 ) -> Scored:
     """The default profile's scores for ``rows`` (feasible nodes in processing order), as
     :func:`scores.score_nodes` computes them; a plugin whose PreScore skips is left out
-    (and, without ``index``, the plugins that count other pods)."""
+    (and, without ``index``, the plugins that count other pods); ``plugins``: each score's
+    name, per-node and all-nodes forms (the profile's)."""
     masks = masks if masks is not None else node_masks(pod, table)
     context = ScoreNodes(table, rows, nodes, masks, index, default_selector)
-    plugins: dict[str, Int64s] = {}
-    for name, one, every in _SCORES:
+    by_plugin: dict[str, Int64s] = {}
+    for name, one, every in plugins:
         if every is not None:
             got = every(pod, context)
         else:
             by_node = one(pod, [nodes[row] for row in rows.tolist()], nodes, default_selector)
             got = None if by_node is None else np.array(by_node, np.int64)
         if got is not None:
-            plugins[name] = got
-    names = [p for p in RECORD_ORDER if p in plugins]
+            by_plugin[name] = got
+    names = [p for p in RECORD_ORDER if p in by_plugin]
     totals = np.zeros(rows.size, np.int64)
     for p in names:
-        totals += plugins[p] * WEIGHTS[p]
+        totals += by_plugin[p] * WEIGHTS[p]
     # the best ``top`` as a stable sort by descending total keeps them (ties in the order given)
     order = np.argsort(-totals, kind="stable")[:top]
-    columns = [(p, plugins[p][order].tolist()) for p in names]
+    columns = [(p, by_plugin[p][order].tolist()) for p in names]
     best = [
         NodeScore(table.names[row], total, {p: column[k] for p, column in columns})
         for k, (row, total) in enumerate(zip(rows[order].tolist(), totals[order].tolist(), strict=True))
