@@ -99,30 +99,33 @@ class Filtered:
     fits: Bools
     #: statuses already known (nodes filtered node by node)
     _statuses: dict[int, NodeStatus]
-    #: the plugins' verdicts, and per row the one that failed it first (-1: none)
+    #: the plugins' verdicts, in the chain's order (the first that fails a row gives its status)
     _verdicts: list[Verdict]
-    _first: Int64s
 
     def status(self, i: int) -> NodeStatus:
         if self.fits[i]:
             return FITS
         found = self._statuses.get(i)
         if found is None:
-            found = self._statuses[i] = self._verdicts[int(self._first[i])].status(i)
+            verdict = next(v for v in self._verdicts if v.failed[i])
+            found = self._statuses[i] = verdict.status(i)
         return found
 
     def _kinds(self, rows: Int64s) -> Int64s:
         """Per failing row given, a number the same for rows failing alike (>= 0)."""
-        which = self._first[rows]
-        count = len(self._verdicts)
-        if count == 1:
-            return self._verdicts[0].kinds(rows)
+        verdicts = self._verdicts
+        count = len(verdicts)
+        if count <= 1:
+            return verdicts[0].kinds(rows) if verdicts else np.zeros(rows.size, np.int64)
+        which = np.zeros(rows.size, np.int64)  # the first verdict that fails each row
+        for k in range(count - 1, -1, -1):
+            which = np.where(verdicts[k].failed[rows], k, which)
         kind = np.zeros(rows.size, np.int64)
-        for k, verdict in enumerate(self._verdicts):
+        for k, verdict in enumerate(verdicts):
             here = which == k
             if here.any():
                 kind[here] = verdict.kinds(rows[here])
-        return kind * count + np.maximum(which, 0)
+        return kind * count + which
 
     def grouped(self, rows: Int64s, names: Sequence[str]) -> GroupedStatuses:
         """The status of each row (in the order given), rows failing alike sharing one
@@ -175,24 +178,20 @@ def filter_all(
     extra_pods, extra_requests, by_hand = nominated_load(pod, table, nodes, nominated_by_node, state)
     context = AllNodes(table, masks, state, extra_pods, extra_requests)
     verdicts: list[Verdict] = []
-    first = np.full(n, -1, np.int64)
-    earlier = np.zeros(n, np.bool_)
+    failed: Bools | None = None
     for one, every in plugins:
         verdict = (every if every is not None else _ByNode(one, nodes, nominated_by_node))(pod, context)
-        if verdict is None:
-            continue
-        failed = verdict.failed
-        first[failed & ~earlier] = len(verdicts)
-        earlier |= failed
-        verdicts.append(verdict)
-    fits = ~earlier
+        if verdict is not None:
+            failed = verdict.failed if failed is None else failed | verdict.failed
+            verdicts.append(verdict)
+    fits = ~failed if failed is not None else np.ones(n, np.bool_)
     statuses: dict[int, NodeStatus] = {}
     for i in by_hand:  # nominated pods this table cannot count exactly, or whose pods matter: node by node
         status = run_filters(pod, nodes[i], nominated_by_node.get(table.names[i], ()), state)
         fits[i] = status.fits
         if not status.fits:
             statuses[i] = status
-    return Filtered(fits, statuses, verdicts, first)
+    return Filtered(fits, statuses, verdicts)
 
 
 def nominated_load(

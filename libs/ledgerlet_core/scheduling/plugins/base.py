@@ -117,7 +117,7 @@ class FirstOf:
     failed: Bools = field(init=False)
 
     def __post_init__(self) -> None:
-        self.failed = np.logical_or.reduce([mask for mask, _ in self.parts])
+        self.failed = _union([mask for mask, _ in self.parts])
 
     def kinds(self, rows: Int64s) -> Int64s:
         kind = np.zeros(rows.size, np.int64)
@@ -139,7 +139,7 @@ class AllOf:
     failed: Bools = field(init=False)
 
     def __post_init__(self) -> None:
-        self.failed = np.logical_or.reduce([mask for _, mask in self.parts])
+        self.failed = _union([mask for _, mask in self.parts])
 
     def kinds(self, rows: Int64s) -> Int64s:
         bits = np.zeros(rows.size, np.int64)
@@ -149,6 +149,14 @@ class AllOf:
 
     def status(self, row: int) -> NodeStatus:
         return interned(self.code, tuple(why for why, mask in self.parts if mask[row]), self.plugin)
+
+
+def _union(masks: Sequence[Bools]) -> Bools:
+    """The rows in any mask (a new array unless there is one mask: masks are not changed)."""
+    out = masks[0]
+    for mask in masks[1:]:
+        out = out | mask
+    return out
 
 
 # -- the plugins -------------------------------------------------------------------------------
