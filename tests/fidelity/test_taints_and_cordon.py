@@ -12,8 +12,9 @@ from ledgerlet_core.kubelet.config import resolve_kubelet_config
 from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.duration import SECOND
 from ledgerlet_core.model.k8s.objects import Node, Taint
-from ledgerlet_core.scheduling.filters import NODE_UNSCHEDULABLE, run_filters
+from ledgerlet_core.scheduling.filters import run_filters
 from ledgerlet_core.scheduling.info import NodeInfo, pod_info
+from ledgerlet_core.scheduling.plugins.node_unschedulable import ERR_REASON as NODE_UNSCHEDULABLE
 from ledgerlet_core.scheduling.scheduler import KubeScheduler
 from tests.core.helpers import pod
 from tests.support.emit import asked, decided, emitter

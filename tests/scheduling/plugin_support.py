@@ -12,10 +12,12 @@ from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.k8s.defaults import apply_defaults
 from ledgerlet_core.model.k8s.objects import Pod, Taint
 from ledgerlet_core.model.k8s.selection import Selector
-from ledgerlet_core.scheduling import interpodaffinity, podtopologyspread, scores
+from ledgerlet_core.scheduling import scores
 from ledgerlet_core.scheduling.index import PodIndex
 from ledgerlet_core.scheduling.info import NodeInfo, PodInfo, pod_info
-from ledgerlet_core.scheduling.vector import NodeTable, node_masks, score_all
+from ledgerlet_core.scheduling.plugins import inter_pod_affinity, pod_topology_spread
+from ledgerlet_core.scheduling.table import NodeTable
+from ledgerlet_core.scheduling.vector import node_masks, score_all
 
 GI = 2**30 * 10**9
 SUCCESS = "Success"
@@ -91,14 +93,14 @@ def _code(failed: tuple[bool, str] | None) -> str:
 
 def spread_filter_codes(incoming: PodInfo, nodes: list[NodeInfo]) -> dict[str, str]:
     """PodTopologySpread's PreFilter then Filter on each node, both ways (they must agree)."""
-    state = podtopologyspread.filter_state(incoming, nodes)
+    state = pod_topology_spread.filter_state(incoming, nodes)
     assert state is not None
-    by_node = {n.name: _code(podtopologyspread.filter_node(incoming, state, n)) for n in nodes}
+    by_node = {n.name: _code(pod_topology_spread.filter_node(incoming, state, n)) for n in nodes}
     table, index = vector_parts(nodes)
     masks = node_masks(incoming, table)
-    vstate = podtopologyspread.vector_filter_state(incoming, table, index, masks.affinity_ok, masks.taints_ok)
+    vstate = pod_topology_spread.vector_filter_state(incoming, table, index, masks.affinity_ok, masks.taints_ok)
     assert vstate is not None
-    missing, skewed = podtopologyspread.vector_filter(incoming, vstate, table)
+    missing, skewed = pod_topology_spread.vector_filter(incoming, vstate, table)
     vector = {
         name: UNRESOLVABLE if missing[i] else UNSCHEDULABLE if skewed[i] else SUCCESS
         for i, name in enumerate(table.names)
@@ -109,25 +111,25 @@ def spread_filter_codes(incoming: PodInfo, nodes: list[NodeInfo]) -> dict[str, s
 
 def affinity_filter_codes(incoming: PodInfo, nodes: list[NodeInfo]) -> dict[str, tuple[str, str]]:
     """InterPodAffinity's PreFilter then Filter on each node, both ways: (code, reason)."""
-    state = interpodaffinity.filter_state(incoming, nodes)
+    state = inter_pod_affinity.filter_state(incoming, nodes)
     if state is None:  # Skip: every node passes
         return {n.name: (SUCCESS, "") for n in nodes}
     by_node = {}
     for n in nodes:
-        failed = interpodaffinity.filter_node(state, n)
+        failed = inter_pod_affinity.filter_node(state, n)
         by_node[n.name] = (_code(failed), failed[1] if failed else "")
     table, index = vector_parts(nodes)
-    vstate = interpodaffinity.vector_filter_state(incoming, table, index)
+    vstate = inter_pod_affinity.vector_filter_state(incoming, table, index)
     assert vstate is not None
-    aff, anti, existing = interpodaffinity.vector_filter(vstate, table)
+    aff, anti, existing = inter_pod_affinity.vector_filter(vstate, table)
     vector = {}
     for i, name in enumerate(table.names):
         if aff[i]:
-            vector[name] = (UNRESOLVABLE, interpodaffinity.ERR_AFFINITY)
+            vector[name] = (UNRESOLVABLE, inter_pod_affinity.ERR_AFFINITY)
         elif anti[i]:
-            vector[name] = (UNSCHEDULABLE, interpodaffinity.ERR_ANTI)
+            vector[name] = (UNSCHEDULABLE, inter_pod_affinity.ERR_ANTI)
         elif existing[i]:
-            vector[name] = (UNSCHEDULABLE, interpodaffinity.ERR_EXISTING_ANTI)
+            vector[name] = (UNSCHEDULABLE, inter_pod_affinity.ERR_EXISTING_ANTI)
         else:
             vector[name] = (SUCCESS, "")
     assert vector == by_node
@@ -138,21 +140,21 @@ def spread_scores(
     incoming: PodInfo, feasible: list[NodeInfo], nodes: list[NodeInfo], default: Selector | None = None
 ) -> list[int] | None:
     """PodTopologySpread's PreScore, Score and NormalizeScore, both ways."""
-    by_node = podtopologyspread.score(incoming, feasible, nodes, default)
+    by_node = pod_topology_spread.score(incoming, feasible, nodes, default)
     table, index = vector_parts(nodes)
     masks = node_masks(incoming, table)
     rows = np.array([table.index[n.name] for n in feasible], np.int64)
-    vector = podtopologyspread.vector_score(incoming, table, index, rows, default, masks.affinity_ok, masks.taints_ok)
+    vector = pod_topology_spread.vector_score(incoming, table, index, rows, default, masks.affinity_ok, masks.taints_ok)
     assert (vector.tolist() if vector is not None else None) == by_node
     return by_node
 
 
 def affinity_scores(incoming: PodInfo, nodes: list[NodeInfo]) -> list[int] | None:
     """InterPodAffinity's PreScore, Score and NormalizeScore over every node, both ways."""
-    by_node = interpodaffinity.score(incoming, nodes, nodes)
+    by_node = inter_pod_affinity.score(incoming, nodes, nodes)
     table, index = vector_parts(nodes)
     rows = np.arange(len(nodes), dtype=np.int64)
-    vector = interpodaffinity.vector_score(incoming, table, index, rows)
+    vector = inter_pod_affinity.vector_score(incoming, table, index, rows)
     assert (vector.tolist() if vector is not None else None) == by_node
     return by_node
 

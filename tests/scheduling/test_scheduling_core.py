@@ -19,7 +19,7 @@ from ledgerlet_core.model.codec import convert
 from ledgerlet_core.model.k8s.objects import LabelSelector, RuntimeClass, Taint
 from ledgerlet_core.scheduling.config import SchedulerConfig
 from ledgerlet_core.scheduling.cycle import schedule_one
-from ledgerlet_core.scheduling.filters import FITS, UNSCHEDULABLE, NodeStatus, fit_error, run_filters
+from ledgerlet_core.scheduling.filters import fit_error, run_filters
 from ledgerlet_core.scheduling.info import NodeInfo, PodInfo, pod_info
 from ledgerlet_core.scheduling.preemption import (
     NOT_ELIGIBLE_NEVER,
@@ -31,6 +31,7 @@ from ledgerlet_core.scheduling.preemption import (
 )
 from ledgerlet_core.scheduling.queue import QueuedPod, backoff_duration, failed, move_all, ready
 from ledgerlet_core.scheduling.scores import num_feasible_nodes_to_find
+from ledgerlet_core.scheduling.status import FITS, UNSCHEDULABLE, NodeStatus
 from tests.support.pods import c, make_pod
 
 S = 10**9

@@ -14,7 +14,7 @@ from ledgerlet_core.scheduling.cycle import schedule_one
 from ledgerlet_core.scheduling.cyclestate import prefilter
 from ledgerlet_core.scheduling.filters import run_filters
 from ledgerlet_core.scheduling.info import PodInfo
-from ledgerlet_core.scheduling.interpodaffinity import ERR_AFFINITY, ERR_ANTI, ERR_EXISTING_ANTI
+from ledgerlet_core.scheduling.plugins.inter_pod_affinity import ERR_AFFINITY, ERR_ANTI, ERR_EXISTING_ANTI
 from tests.scheduling.plugin_support import (
     SUCCESS,
     UNRESOLVABLE,

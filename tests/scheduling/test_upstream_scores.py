@@ -17,8 +17,8 @@ import pytest
 
 from ledgerlet_core.model.k8s.objects import LabelSelector, Taint
 from ledgerlet_core.model.k8s.selection import label_selector
-from ledgerlet_core.scheduling import imagelocality, nodeaffinity
 from ledgerlet_core.scheduling.info import NodeInfo, PodInfo
+from ledgerlet_core.scheduling.plugins import image_locality, node_affinity
 from ledgerlet_core.scheduling.terms import normalized_image
 from tests.scheduling.plugin_support import (
     affinity_scores,
@@ -87,7 +87,7 @@ def test_node_affinity_priority(
     nodes = place([node(f"node{i}", ls) for i, ls in enumerate(labels)], [])
     incoming = pod("p", affinity=affinity) if affinity else pod("p")
     # None: PreScore skips ("Skip is returned in PreScore when NodeAffinity is nil"), no score recorded
-    assert profile_scores(incoming, nodes, nodeaffinity.NAME) == want, case
+    assert profile_scores(incoming, nodes, node_affinity.NAME) == want, case
 
 
 # -- ImageLocality (image_locality_test.go: TestImageLocalityPriority) ------------------------------
@@ -182,7 +182,7 @@ def images_pod(*images: str, init: tuple[str, ...] = ()) -> PodInfo:
     ],
 )
 def test_image_locality_priority(case: str, incoming: PodInfo, nodes: list[NodeInfo], want: list[int]) -> None:
-    assert profile_scores(incoming, place(nodes, []), imagelocality.NAME) == want, case
+    assert profile_scores(incoming, place(nodes, []), image_locality.NAME) == want, case
 
 
 @pytest.mark.parametrize(

@@ -21,7 +21,7 @@ from ledgerlet_core.scheduling.cycle import CycleResult, schedule_one
 from ledgerlet_core.scheduling.index import PodIndex
 from ledgerlet_core.scheduling.info import NodeInfo, PodInfo, pod_info
 from ledgerlet_core.scheduling.preemption import PDB
-from ledgerlet_core.scheduling.vector import NodeTable
+from ledgerlet_core.scheduling.table import NodeTable
 
 GI = 2**30 * 10**9  # memory in nanos
 TAINTS = [

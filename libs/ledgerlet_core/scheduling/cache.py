@@ -26,8 +26,8 @@ from ledgerlet_core.scheduling.disruption import Controller, pdb_views
 from ledgerlet_core.scheduling.index import PodIndex
 from ledgerlet_core.scheduling.info import NodeInfo, PodInfo
 from ledgerlet_core.scheduling.preemption import PDB
+from ledgerlet_core.scheduling.table import NodeTable
 from ledgerlet_core.scheduling.terms import normalized_image
-from ledgerlet_core.scheduling.vector import NodeTable
 
 
 class SchedulerCache:

@@ -20,12 +20,15 @@ import numpy as np
 from ledgerlet_core.model.k8s.selection import Selector
 from ledgerlet_core.scheduling.config import SchedulerConfig
 from ledgerlet_core.scheduling.cyclestate import CycleState, prefilter, vector_prefilter
-from ledgerlet_core.scheduling.filters import NodeStatus, fit_error, run_filters
+from ledgerlet_core.scheduling.filters import fit_error, run_filters
 from ledgerlet_core.scheduling.index import PodIndex
 from ledgerlet_core.scheduling.info import NodeInfo, PodInfo
+from ledgerlet_core.scheduling.plugins.base import NodeMasks
 from ledgerlet_core.scheduling.preemption import PDB, DryRuns, Preemption, preempt
 from ledgerlet_core.scheduling.scores import NodeScore, num_feasible_nodes_to_find, score_nodes
-from ledgerlet_core.scheduling.vector import NodeMasks, NodeTable, filter_all, node_masks, score_all, supports
+from ledgerlet_core.scheduling.status import NodeStatus
+from ledgerlet_core.scheduling.table import NodeTable, supports
+from ledgerlet_core.scheduling.vector import filter_all, node_masks, score_all
 
 NO_NODES: Final = "no nodes available to schedule pods"
 #: the status of nodes a PreFilter's node set leaves out (``findNodesThatFitPod``)
@@ -64,7 +67,7 @@ def schedule_one(
     default_selector: Selector | None = None,
 ) -> CycleResult:
     """``table`` (with ``index``, the cache's per-node counts): the nodes as columns
-    (:mod:`.vector`): every node filtered at once, with the same result; node by node
+    (:mod:`.table`): every node filtered at once (:mod:`.vector`), with the same result; node by node
     without them (or for a pod the table cannot hold exactly). ``dry_runs``: preemption's
     dry runs kept while their nodes stay the same. ``default_selector``: the selector of
     the pod's controller, for the default topology spreading (None: no controller known)."""

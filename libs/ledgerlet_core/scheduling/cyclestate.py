@@ -13,20 +13,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ledgerlet_core.scheduling import interpodaffinity, podtopologyspread
-from ledgerlet_core.scheduling.nodeaffinity import ERR_REASON_CONFLICT
+from ledgerlet_core.scheduling.plugins import inter_pod_affinity, pod_topology_spread
+from ledgerlet_core.scheduling.plugins.node_affinity import ERR_REASON_CONFLICT
 
 if TYPE_CHECKING:
     from ledgerlet_core.scheduling.domains import Bools
     from ledgerlet_core.scheduling.index import PodIndex
     from ledgerlet_core.scheduling.info import NodeInfo, PodInfo
-    from ledgerlet_core.scheduling.vector import NodeTable
+    from ledgerlet_core.scheduling.table import NodeTable
 
 
 @dataclass(slots=True)
 class CycleState:
-    spread: podtopologyspread.FilterState | None = None
-    affinity: interpodaffinity.FilterState | None = None
+    spread: pod_topology_spread.FilterState | None = None
+    affinity: inter_pod_affinity.FilterState | None = None
     #: NodeAffinity's PreFilterResult: the only nodes worth filtering (None: every node)
     node_names: frozenset[str] | None = None
     #: a PreFilter refused the pod outright: its message ("" when none did)
@@ -75,7 +75,7 @@ def prefilter(pod: PodInfo, nodes: Sequence[NodeInfo]) -> CycleState:
     if rejected:
         return CycleState(rejected=rejected)
     return CycleState(
-        podtopologyspread.filter_state(pod, nodes), interpodaffinity.filter_state(pod, nodes), names, rejected
+        pod_topology_spread.filter_state(pod, nodes), inter_pod_affinity.filter_state(pod, nodes), names, rejected
     )
 
 
@@ -87,8 +87,8 @@ def vector_prefilter(
     if rejected:
         return CycleState(rejected=rejected)
     return CycleState(
-        podtopologyspread.vector_filter_state(pod, table, index, affinity_ok, taints_ok),
-        interpodaffinity.vector_filter_state(pod, table, index),
+        pod_topology_spread.vector_filter_state(pod, table, index, affinity_ok, taints_ok),
+        inter_pod_affinity.vector_filter_state(pod, table, index),
         names,
         rejected,
     )

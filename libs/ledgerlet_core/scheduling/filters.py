@@ -1,56 +1,22 @@
-"""Filter plugins, in the default profile's order, and the FitError message.
+"""The default profile's filters node by node (``RunFilterPluginsWithNominatedPods``), and
+the FitError message.
 
-Upstream (``apis/config/v1/default_plugins.go``): NodeUnschedulable, NodeName,
-TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit (``noderesources/fit.go:
-fitsRequest``), PodTopologySpread, InterPodAffinity, run as ``RunFilterPlugins`` does:
-the first plugin that fails gives the node's status. The volume plugins and
-DynamicResources read what ledgerlet does not model (named at load when a pod uses it).
-Nominated pods of at least the pod's priority are counted on their node, and the filters
-must pass with them and without them (``RunFilterPluginsWithNominatedPods``).
+The plugins run in :data:`.profile.FILTERS`' order, as ``RunFilterPlugins`` does: the first
+plugin that fails gives the node's status. Nominated pods of at least the pod's priority are
+counted on their node, and the filters must pass with them and without them.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Final
 
-from ledgerlet_core.model.k8s.objects import Taint
-from ledgerlet_core.model.k8s.taints import (
-    NO_EXECUTE,
-    NO_SCHEDULE,
-    TAINT_NODE_UNSCHEDULABLE,
-    tolerations_tolerate_taint,
-)
-from ledgerlet_core.scheduling import interpodaffinity, nodeaffinity, nodeports, podtopologyspread
 from ledgerlet_core.scheduling.cyclestate import CycleState
-from ledgerlet_core.scheduling.info import FIT_ORDER, NodeInfo, PodInfo
-
-UNSCHEDULABLE: Final = "Unschedulable"
-#: preemption cannot help: the node is never a candidate
-UNRESOLVABLE: Final = "UnschedulableAndUnresolvable"
-
-TOO_MANY_PODS: Final = "Too many pods"
-NODE_UNSCHEDULABLE: Final = "node(s) were unschedulable"
-SELECTOR_MISMATCH: Final = nodeaffinity.ERR_REASON_POD
-NODE_NAME_MISMATCH: Final = "node(s) didn't match the requested node name"
-
-
-@dataclass(frozen=True, slots=True)
-class NodeStatus:
-    """One node's filter result: ``code`` "" when it fits."""
-
-    code: str = ""
-    reasons: tuple[str, ...] = ()
-    plugin: str = ""
-
-    @property
-    def fits(self) -> bool:
-        return not self.code
-
-
-FITS: Final = NodeStatus()
+from ledgerlet_core.scheduling.info import NodeInfo, PodInfo
+from ledgerlet_core.scheduling.plugins.base import NodeFilter
+from ledgerlet_core.scheduling.profile import FILTERS
+from ledgerlet_core.scheduling.status import FITS, UNRESOLVABLE, NodeStatus
 
 
 class GroupedStatuses(Mapping[str, NodeStatus]):
@@ -84,40 +50,6 @@ class GroupedStatuses(Mapping[str, NodeStatus]):
         return sum(len(names) for _, names in self.groups)
 
 
-UNSCHEDULABLE_TAINT: Final = Taint(key=TAINT_NODE_UNSCHEDULABLE, effect=NO_SCHEDULE)
-
-
-def untolerated_taint(pod: PodInfo, node: NodeInfo) -> str | None:
-    """``TaintToleration.Filter``: the first NoSchedule/NoExecute taint the pod does not tolerate."""
-    for taint in node.taints:
-        if taint.effect in (NO_SCHEDULE, NO_EXECUTE) and not tolerations_tolerate_taint(pod.tolerations, taint):
-            return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
-    return None
-
-
-def insufficient(pod: PodInfo, node: NodeInfo, extra: Iterable[PodInfo] = ()) -> list[str]:
-    """``fitsRequest``: every shortage, pod count first, then cpu, memory, storage, scalars."""
-    extra = list(extra)
-    requested = dict(node.requested)
-    for e in extra:
-        for k, v in e.requests.items():
-            requested[k] = requested.get(k, 0) + v
-    out: list[str] = []
-    if len(node.pods) + len(extra) + 1 > node.allowed_pods:
-        out.append(TOO_MANY_PODS)
-    if pod.requests_nothing:
-        return out
-    for name in FIT_ORDER:
-        want = pod.requests.get(name, 0)
-        if want > 0 and want > node.allocatable.get(name, 0) - requested.get(name, 0):
-            out.append(f"Insufficient {name}")
-    for name in sorted(k for k in pod.requests if k not in FIT_ORDER and k != "pods"):
-        want = pod.requests[name]
-        if want > 0 and want > node.allocatable.get(name, 0) - requested.get(name, 0):
-            out.append(f"Insufficient {name}")
-    return out
-
-
 def counted_nominated(pod: PodInfo, node: NodeInfo, nominated: Iterable[PodInfo]) -> list[PodInfo]:
     """``addGENominatedPods``: the pods nominated to ``node`` that count against ``pod``."""
     return [p for p in nominated if p.key != pod.key and p.priority >= pod.priority and p.key not in node.pods]
@@ -145,39 +77,22 @@ def run_filters(
     return _chain(pod, node, extra, state)
 
 
+#: the per-node forms, resolved once (the chain runs for every node a cycle or a dry run filters)
+_PER_NODE: Final[tuple[NodeFilter, ...]] = tuple(p.filter for p in FILTERS)
+
+
 def _chain(pod: PodInfo, node: NodeInfo, extra: Sequence[PodInfo], state: CycleState | None) -> NodeStatus:
     """``RunFilterPlugins``; ``extra``: nominated pods counted for their resources alone."""
-    # NodeUnschedulable: tolerating the unschedulable taint is the normal rule
-    # (``node_unschedulable.go: Filter`` -> ``TolerationsTolerateTaint``)
-    if node.unschedulable and not tolerations_tolerate_taint(pod.tolerations, UNSCHEDULABLE_TAINT):
-        return NodeStatus(UNRESOLVABLE, (NODE_UNSCHEDULABLE,), "NodeUnschedulable")
-    sched = pod.sched
-    if sched.node_name and sched.node_name != node.name:
-        return NodeStatus(UNRESOLVABLE, (NODE_NAME_MISMATCH,), "NodeName")
-    taint = untolerated_taint(pod, node)
-    if taint is not None:
-        return NodeStatus(UNRESOLVABLE, (taint,), "TaintToleration")
-    if not sched.required.matches(node.labels, node.name):
-        return NodeStatus(UNRESOLVABLE, (SELECTOR_MISMATCH,), nodeaffinity.NAME)
-    if sched.host_ports and nodeports.conflicts(sched.host_ports, node.ports):
-        return NodeStatus(UNSCHEDULABLE, (nodeports.ERR_REASON,), nodeports.NAME)
-    short = insufficient(pod, node, extra)
-    if short:
-        return NodeStatus(UNSCHEDULABLE, tuple(short), "NodeResourcesFit")
-    if state is not None and state.spread is not None:
-        failed = podtopologyspread.filter_node(pod, state.spread, node)
-        if failed is not None:
-            return NodeStatus(UNRESOLVABLE if failed[0] else UNSCHEDULABLE, (failed[1],), podtopologyspread.NAME)
-    if state is not None and state.affinity is not None:
-        failed = interpodaffinity.filter_node(state.affinity, node)
-        if failed is not None:
-            return NodeStatus(UNRESOLVABLE if failed[0] else UNSCHEDULABLE, (failed[1],), interpodaffinity.NAME)
+    for plugin in _PER_NODE:
+        status = plugin(pod, node, state, extra)
+        if status.code:
+            return status
     return FITS
 
 
 def histogram(statuses: Iterable[NodeStatus]) -> str:
     """``FitError.Error``'s counts: "<n> <reason>" sorted as strings, joined by ", "."""
-    # nodes failing alike share one status object (:mod:`.vector`): counted once per object
+    # nodes failing alike share one status object (:func:`.status.interned`): counted once per object
     groups: dict[int, tuple[NodeStatus, int]] = {}
     for s in statuses:
         group = groups.get(id(s))

@@ -12,7 +12,7 @@ instead of looking at every pod on every node for every pod they place.
   then moved by one with the node's count: InterPodAffinity's PreFilter reads its counts
   per (key, value) without summing 5,000 hostnames again for every pod it places.
 
-Rows follow the node table (:mod:`.vector`); when the table is rebuilt (a node added or
+Rows follow the node table (:mod:`.table`); when the table is rebuilt (a node added or
 removed) the counts are made again.
 """
 

@@ -19,8 +19,9 @@ import msgspec
 from ledgerlet_core.model.k8s.objects import LabelSelector
 from ledgerlet_core.model.k8s.selection import is_empty, label_selector
 from ledgerlet_core.scheduling.cyclestate import CycleState
-from ledgerlet_core.scheduling.filters import UNRESOLVABLE, UNSCHEDULABLE, NodeStatus, histogram, run_filters
+from ledgerlet_core.scheduling.filters import histogram, run_filters
 from ledgerlet_core.scheduling.info import NodeInfo, PodInfo
+from ledgerlet_core.scheduling.status import UNRESOLVABLE, UNSCHEDULABLE, NodeStatus
 
 NO_VICTIMS: Final = "No preemption victims found for incoming pod"
 NOT_HELPFUL: Final = "Preemption is not helpful for scheduling"

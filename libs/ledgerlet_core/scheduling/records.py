@@ -8,9 +8,10 @@ from collections.abc import Mapping, Sequence
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.model.k8s.resources import quantities
 from ledgerlet_core.scheduling.cycle import CycleResult
-from ledgerlet_core.scheduling.filters import GroupedStatuses, NodeStatus
+from ledgerlet_core.scheduling.filters import GroupedStatuses
 from ledgerlet_core.scheduling.info import PodInfo
 from ledgerlet_core.scheduling.preemption import Preemption
+from ledgerlet_core.scheduling.status import NodeStatus
 
 #: how many of the best-scored nodes a PodScheduled shows, and of the candidates a PodNominated
 TOP_SCORES = 5

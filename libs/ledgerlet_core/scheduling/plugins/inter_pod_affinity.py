@@ -24,12 +24,16 @@ from typing import TYPE_CHECKING, Final
 import numpy as np
 
 from ledgerlet_core.scheduling.domains import ArrayCounts, Bools, Int64s, PairCounts
+from ledgerlet_core.scheduling.plugins.base import AllNodes, FirstOf, ScoreNodes, Verdict
+from ledgerlet_core.scheduling.status import FITS, UNRESOLVABLE, UNSCHEDULABLE, NodeStatus, interned
 from ledgerlet_core.scheduling.terms import AffinityTerm
 
 if TYPE_CHECKING:
+    from ledgerlet_core.model.k8s.selection import Selector
+    from ledgerlet_core.scheduling.cyclestate import CycleState
     from ledgerlet_core.scheduling.index import PodIndex
     from ledgerlet_core.scheduling.info import NodeInfo, PodInfo
-    from ledgerlet_core.scheduling.vector import NodeTable
+    from ledgerlet_core.scheduling.table import NodeTable
 
 NAME: Final = "InterPodAffinity"
 ERR_EXISTING_ANTI: Final = "node(s) didn't satisfy existing pods anti-affinity rules"
@@ -272,3 +276,38 @@ def vector_score(pod: PodInfo, table: NodeTable, index: PodIndex, rows: Int64s) 
     if diff <= 0:
         return np.zeros(rows.size, np.int64)
     return (float(MAX_NODE_SCORE) * ((raw - low).astype(np.float64) / float(diff))).astype(np.int64)
+
+
+# -- the plugin's two forms ----------------------------------------------------------------------
+_AFFINITY: Final = interned(UNRESOLVABLE, (ERR_AFFINITY,), NAME)
+_ANTI: Final = interned(UNSCHEDULABLE, (ERR_ANTI,), NAME)
+_EXISTING: Final = interned(UNSCHEDULABLE, (ERR_EXISTING_ANTI,), NAME)
+_BY_REASON: Final = {ERR_AFFINITY: _AFFINITY, ERR_ANTI: _ANTI, ERR_EXISTING_ANTI: _EXISTING}
+
+
+def filter_one(pod: PodInfo, node: NodeInfo, state: CycleState | None, extra: Sequence[PodInfo]) -> NodeStatus:
+    if state is None or state.affinity is None:
+        return FITS
+    failed = filter_node(state.affinity, node)
+    return FITS if failed is None else _BY_REASON[failed[1]]
+
+
+def filter_all(pod: PodInfo, nodes: AllNodes) -> Verdict | None:
+    state = nodes.state
+    if state is None or state.affinity is None:
+        return None
+    aff, anti, existing = vector_filter(state.affinity, nodes.table)
+    return FirstOf(((aff, _AFFINITY), (anti, _ANTI), (existing, _EXISTING)))
+
+
+def score_one(
+    pod: PodInfo, feasible: Sequence[NodeInfo], all_nodes: Sequence[NodeInfo], default_selector: Selector | None
+) -> list[int] | None:
+    return score(pod, feasible, all_nodes)
+
+
+def score_all(pod: PodInfo, nodes: ScoreNodes) -> Int64s | None:
+    """:func:`vector_score`; not run without the cache's per-node counts."""
+    if nodes.index is None:
+        return None
+    return vector_score(pod, nodes.table, nodes.index, nodes.rows)

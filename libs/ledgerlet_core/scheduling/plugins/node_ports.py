@@ -10,10 +10,18 @@ the scheduler has on the node, terminating ones included.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Final
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Final
 
+import numpy as np
+
+from ledgerlet_core.scheduling.plugins.base import AllNodes, Uniform, Verdict
+from ledgerlet_core.scheduling.status import FITS, UNSCHEDULABLE, NodeStatus, interned
 from ledgerlet_core.scheduling.terms import HostPort
+
+if TYPE_CHECKING:
+    from ledgerlet_core.scheduling.cyclestate import CycleState
+    from ledgerlet_core.scheduling.info import NodeInfo, PodInfo
 
 NAME: Final = "NodePorts"
 ERR_REASON: Final = "node(s) didn't have free ports for the requested pod ports"
@@ -30,3 +38,22 @@ def conflicts(want: Iterable[HostPort], used: Mapping[HostPort, int]) -> bool:
         elif (ip, protocol, port) in used or (ALL_ADDRESSES, protocol, port) in used:
             return True
     return False
+
+
+# -- the plugin's two forms ----------------------------------------------------------------------
+_TAKEN: Final = interned(UNSCHEDULABLE, (ERR_REASON,), NAME)
+
+
+def filter_one(pod: PodInfo, node: NodeInfo, state: CycleState | None, extra: Sequence[PodInfo]) -> NodeStatus:
+    want = pod.sched.host_ports
+    return _TAKEN if want and conflicts(want, node.ports) else FITS
+
+
+def filter_all(pod: PodInfo, nodes: AllNodes) -> Verdict | None:
+    """Once per distinct set of ports in use."""
+    want = pod.sched.host_ports
+    if not want:
+        return None
+    table = nodes.table
+    by_set = np.array([conflicts(want, used) for used in table.port_sets], np.bool_)
+    return Uniform(by_set[table.port_set], _TAKEN)

@@ -17,7 +17,7 @@ the minimum it reads is the exact minimum (one node's domain changes at a time i
 run), which is what is kept here.
 
 Each function has a node-by-node form (dicts, loops) and a form over every node at once
-(:mod:`.vector` columns, counts the cache keeps per node); a property test holds them
+(:mod:`..table` columns, counts the cache keeps per node); a property test holds them
 together.
 """
 
@@ -34,12 +34,15 @@ from ledgerlet_core.model.k8s.objects import Taint
 from ledgerlet_core.model.k8s.selection import NOTHING, Selector
 from ledgerlet_core.model.k8s.taints import NO_EXECUTE, NO_SCHEDULE, tolerations_tolerate_taint
 from ledgerlet_core.scheduling.domains import ArrayCounts, Bools, DictCounts, DomainCounts, Int64s
+from ledgerlet_core.scheduling.plugins.base import AllNodes, FirstOf, ScoreNodes, Verdict
+from ledgerlet_core.scheduling.status import FITS, UNRESOLVABLE, UNSCHEDULABLE, NodeStatus, interned
 from ledgerlet_core.scheduling.terms import HONOR, HOSTNAME, SYSTEM_DEFAULT, PodMatch, SpreadConstraint
 
 if TYPE_CHECKING:
+    from ledgerlet_core.scheduling.cyclestate import CycleState
     from ledgerlet_core.scheduling.index import PodIndex
     from ledgerlet_core.scheduling.info import NodeInfo, PodInfo
-    from ledgerlet_core.scheduling.vector import NodeTable
+    from ledgerlet_core.scheduling.table import NodeTable
 
 NAME: Final = "PodTopologySpread"
 ERR_CONSTRAINTS: Final = "node(s) didn't match pod topology spread constraints"
@@ -340,3 +343,35 @@ def vector_score(
     high = int(max(int(raw[~ignored].max()), 0))
     out = np.full(rows.size, MAX_NODE_SCORE, np.int64) if high == 0 else MAX_NODE_SCORE * (high + low - raw) // high
     return np.where(ignored, 0, out)
+
+
+# -- the plugin's two forms ----------------------------------------------------------------------
+_MISSING: Final = interned(UNRESOLVABLE, (ERR_LABEL,), NAME)
+_SKEWED: Final = interned(UNSCHEDULABLE, (ERR_CONSTRAINTS,), NAME)
+
+
+def filter_one(pod: PodInfo, node: NodeInfo, state: CycleState | None, extra: Sequence[PodInfo]) -> NodeStatus:
+    if state is None or state.spread is None:
+        return FITS
+    failed = filter_node(pod, state.spread, node)
+    if failed is None:
+        return FITS
+    return _MISSING if failed[0] else _SKEWED
+
+
+def filter_all(pod: PodInfo, nodes: AllNodes) -> Verdict | None:
+    state = nodes.state
+    if state is None or state.spread is None:
+        return None
+    missing, skewed = vector_filter(pod, state.spread, nodes.table)
+    return FirstOf(((missing, _MISSING), (skewed, _SKEWED)))
+
+
+def score_all(pod: PodInfo, nodes: ScoreNodes) -> Int64s | None:
+    """:func:`vector_score`; not run without the cache's per-node counts."""
+    if nodes.index is None:
+        return None
+    masks = nodes.masks
+    return vector_score(
+        pod, nodes.table, nodes.index, nodes.rows, nodes.default_selector, masks.affinity_ok, masks.taints_ok
+    )

@@ -4,13 +4,23 @@ Upstream ``framework/plugins/imagelocality/image_locality.go``: for each init an
 container whose image (``:latest`` added when untagged) the node holds, the image's size
 scaled by the share of nodes holding it; the sum clamped to [23 MiB, 1000 MiB x containers]
 and scaled to 0..100. A node's images are its ``status.images`` (every name of each) or,
-for a node the scenario declares a machine for, the images of its ``usage`` entry.
+for a node the scenario declares a machine for, the images of its ``usage`` entry. Recorded
+where it gives some node more than 0 (where it gives every node 0 it changes no total).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+import numpy as np
+
+from ledgerlet_core.scheduling.plugins.base import ScoreNodes
+from ledgerlet_core.scheduling.table import Int64s
+
+if TYPE_CHECKING:
+    from ledgerlet_core.model.k8s.selection import Selector
+    from ledgerlet_core.scheduling.info import NodeInfo, PodInfo
 
 NAME: Final = "ImageLocality"
 MB: Final = 1024 * 1024
@@ -55,3 +65,30 @@ def holders(nodes_images: Sequence[Mapping[str, int]]) -> dict[str, int]:
         for name in images:
             out[name] = out.get(name, 0) + 1
     return out
+
+
+# -- the plugin's two forms ----------------------------------------------------------------------
+def score_one(
+    pod: PodInfo, feasible: Sequence[NodeInfo], all_nodes: Sequence[NodeInfo], default_selector: Selector | None
+) -> list[int] | None:
+    images = pod.sched.images
+    if not images:
+        return None
+    held = holders([n.images for n in all_nodes])
+    out = [score(images, pod.sched.num_containers, n.images, held, len(all_nodes)) for n in feasible]
+    return out if any(out) else None
+
+
+def score_all(pod: PodInfo, nodes: ScoreNodes) -> Int64s | None:
+    """Once per distinct image set."""
+    images, table = pod.sched.images, nodes.table
+    if not images or not any(table.image_sets):
+        return None
+    held = table.holders()
+    total = len(table.names)
+    by_set = np.array(
+        [score(images, pod.sched.num_containers, s, held, total) for s in table.image_sets],
+        np.int64,
+    )
+    out = by_set[table.image_set[nodes.rows]]
+    return out if out.any() else None
