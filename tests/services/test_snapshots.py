@@ -17,7 +17,7 @@ import logging
 import os
 import signal
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -191,10 +191,14 @@ def _steps(records: list[Record]) -> list[list[Record]]:
     return [by_step[k] for k in sorted(by_step)]
 
 
-async def _serve(bus: MemoryBus, runner: ServiceRunner, records: list[Record]) -> None:
+async def _serve(
+    bus: MemoryBus, runner: ServiceRunner, records: list[Record], until: Callable[[], bool] | None = None
+) -> None:
     """Run ``runner`` as a service, given ``records`` a step at a time as the driver gives
     them (the next step once the service has committed everything: idle). What it
-    publishes itself comes back to it as copies of what the records hold, and is skipped."""
+    publishes itself comes back to it as copies of what the records hold, and is skipped.
+    ``until``: what must hold, after the last step, before the service is stopped (polled:
+    the service does it when idle, and a loaded machine takes its time)."""
     task = asyncio.create_task(runner.run())
     group = {runner.group: list(runner.topics)}
     producer = bus.producer()
@@ -204,6 +208,11 @@ async def _serve(bus: MemoryBus, runner: ServiceRunner, records: list[Record]) -
                 await producer.send(r.topic, r.value, key=r.key, headers=r.headers)
             await producer.flush()
             while await bus.lag(group):
+                await asyncio.sleep(0.002)
+                if task.done():
+                    task.result()
+        async with asyncio.timeout(120):
+            while until is not None and not until():
                 await asyncio.sleep(0.002)
                 if task.done():
                     task.result()
@@ -222,7 +231,14 @@ async def test_a_restarted_service_folds_only_what_came_after_its_snapshot(
     # the first part served by a runner that checkpoints after every batch
     bus = MemoryBus(retain=True)
     snaps = Snapshots(sqlite_store, "test.eviction-manager", every_records=1, every_seconds=1e9, max_share=INF)
-    await _serve(bus, ServiceRunner(bus, kind, snapshots=snaps), first)
+    # (a checkpoint due while the one before is still being stored is taken when the
+    # service is next idle, as of what it committed by then: waited for, not raced)
+    await _serve(
+        bus,
+        ServiceRunner(bus, kind, snapshots=snaps),
+        first,
+        until=lambda: not snaps.saving and snaps.stored_offsets == bus.committed(kind.name),
+    )
     assert snaps.stats.taken >= 1
     saved = await sqlite_store.load_snapshot("test.eviction-manager")
     assert saved is not None and saved.version == format_version()
