@@ -18,9 +18,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ledgerlet_services.audit.kube_api import resources as res
-from ledgerlet_services.audit.kube_api.app import PREFIX, ROOT_PATHS
 from ledgerlet_services.audit.kube_api.discovery import discovery, served_openapi
 from ledgerlet_services.audit.kube_api.meta import ApiError
+from ledgerlet_services.audit.kube_api.mount import PREFIX, ROOT_PATHS
 
 PATHS: Final = (
     "/version",
