@@ -25,9 +25,9 @@ from fastapi_offline import FastAPIOffline
 
 from ledgerlet_services.audit import api_models as api
 from ledgerlet_services.audit.api_contract import ApiMetrics, with_problem_responses
+from ledgerlet_services.audit.kube_api import root as kube_root
 from ledgerlet_services.audit.kube_api.app import create_kube_app
 from ledgerlet_services.audit.kube_api.mount import PREFIX as KUBE_PREFIX
-from ledgerlet_services.audit.kube_api.root import add_root_routes
 from ledgerlet_services.audit.queries import Audit
 from ledgerlet_services.audit.routes import decisions, errors, health, nodes, pods, runs
 from ledgerlet_services.audit.routes.common import Auth, window_seconds
@@ -125,7 +125,7 @@ def create_app(
         app.include_router(router)
     # kubectl against the past: the Kubernetes API over the same store, behind the same token
     # (and at the root what kubectl asks there: /version, discovery, OpenAPI)
-    add_root_routes(app, token)
+    app.include_router(kube_root.router)
     app.mount(KUBE_PREFIX, create_kube_app(lambda: _audit_of(app), token))
     return app
 

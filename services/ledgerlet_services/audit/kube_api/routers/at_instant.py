@@ -29,14 +29,19 @@ class Facade:
     token: str | None
 
 
-async def authorised(request: Request) -> Facade:
-    """The facade, once the request's bearer token is its own (401 otherwise)."""
-    facade: Facade = request.app.state.facade
-    if not facade.token:
-        return facade
+def check_token(token: str | None, request: Request) -> None:
+    """A request without the bearer ``token`` (when there is one) is a 401."""
+    if not token:
+        return
     scheme, _, value = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), facade.token.encode()):
+    if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), token.encode()):
         raise ApiError(401, "Unauthorized", "Unauthorized")
+
+
+async def authorised(request: Request) -> Facade:
+    """The facade, once the request's bearer token is its own."""
+    facade: Facade = request.app.state.facade
+    check_token(facade.token, request)
     return facade
 
 
