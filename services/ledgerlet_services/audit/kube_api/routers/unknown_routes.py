@@ -17,13 +17,14 @@ from ledgerlet_services.audit.kube_api.routers.answering import StatusRoute
 from ledgerlet_services.audit.kube_api.routers.at_instant import Authorised, at_instant, resolve
 from ledgerlet_services.audit.kube_api.target import ALL_METHODS, NOT_FOUND
 
+#: (a namespace's shape before the one as long: /namespaces/NS/RESOURCE is a list in NS)
 _SHAPES = (
-    "/{resource}",
-    "/{resource}/{name}",
-    "/{resource}/{name}/{subresource}",
-    "/namespaces/{namespace}/{resource}",
-    "/namespaces/{namespace}/{resource}/{name}",
     "/namespaces/{namespace}/{resource}/{name}/{subresource}",
+    "/namespaces/{namespace}/{resource}/{name}",
+    "/namespaces/{namespace}/{resource}",
+    "/{resource}/{name}/{subresource}",
+    "/{resource}/{name}",
+    "/{resource}",
 )
 UNDER_RUN = (
     *(f"/{{run}}/{{at}}/api/{{version}}{shape}" for shape in _SHAPES),
