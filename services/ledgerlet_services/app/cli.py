@@ -27,16 +27,29 @@ import gc
 import importlib.metadata
 import platform
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, Final
 
 from rich.console import Console
 
 from ledgerlet_core.scenario.load import API_VERSION as SCENARIO_API_VERSION
 from ledgerlet_services.app.cli_help import complete as with_defaults_in_help
-from ledgerlet_services.app.cli_postmortem import COMMANDS as POSTMORTEM_COMMANDS
-from ledgerlet_services.app.cli_postmortem import add_parsers as add_postmortem_parsers
-from ledgerlet_services.app.cli_postmortem import dispatch as dispatch_postmortem
-from ledgerlet_services.app.commands import contracts, drive, run, service
+from ledgerlet_services.app.commands import (
+    collect,
+    completion,
+    contracts,
+    drive,
+    explain,
+    export,
+    importing,
+    kubeconfig,
+    replay,
+    report,
+    run,
+    runs,
+    serve,
+    service,
+)
 from ledgerlet_services.app.commands.common import (
     EXIT_BAD_INPUT,
     EXIT_FAILED,
@@ -44,7 +57,6 @@ from ledgerlet_services.app.commands.common import (
     STOP_SIGNALS,
     load_or_report,
 )
-from ledgerlet_services.app.completion import add_parser as add_completion_parser
 from ledgerlet_services.app.messages import warning
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_FAILED", "EXIT_OK", "load_or_report", "main", "version_text"]
@@ -59,17 +71,55 @@ def version_text() -> str:
     return f"ledgerlet {package} (scenarios {SCENARIO_API_VERSION}; Python {platform.python_version()})"
 
 
+#: the subcommands' modules, in the order ``ledgerlet --help`` lists them (``service`` adds
+#: ``health`` too, ``replay`` adds ``whatif``)
+PARSERS: Final = (
+    run,
+    drive,
+    service,
+    serve,
+    kubeconfig,
+    runs,
+    replay,
+    explain,
+    report,
+    importing,
+    collect,
+    export,
+    contracts,
+    completion,
+)
+#: the commands that run in an event loop, by name
+ASYNC_COMMANDS: Final[dict[str, Callable[[argparse.Namespace, Console], Coroutine[Any, Any, int]]]] = {
+    "run": run.command,
+    "drive": drive.command,
+    "runs": runs.command,
+    "replay": replay.replay,
+    "whatif": replay.whatif,
+    "explain": explain.command,
+    "report": report.command,
+    "export": export.command,
+}
+#: the others, by name
+COMMANDS: Final[dict[str, Callable[[argparse.Namespace, Console], int]]] = {
+    "service": lambda args, _: service.command(args),
+    "health": lambda args, _: service.health(args),
+    "serve": serve.command,
+    "kubeconfig": lambda args, _: kubeconfig.command(args),
+    "import": importing.command,
+    "collect": collect.command,
+    "contracts": contracts.command,
+    "completion": lambda args, _: _completion(args),
+}
+
+
 def _parser() -> argparse.ArgumentParser:
-    """Every subcommand's parser, each from its module (``commands/``, ``cli_postmortem``)."""
+    """Every subcommand's parser, each from its module (``commands/``)."""
     p = argparse.ArgumentParser(prog="ledgerlet", description=__doc__)
     p.add_argument("--version", action="version", version=version_text())
     sub = p.add_subparsers(dest="command", required=True)
-    run.add_parser(sub)
-    drive.add_parser(sub)
-    service.add_parser(sub)
-    add_postmortem_parsers(sub)
-    contracts.add_parser(sub)
-    add_completion_parser(sub)
+    for module in PARSERS:
+        module.add_parser(sub)
     return with_defaults_in_help(p)
 
 
@@ -123,24 +173,17 @@ def _dispatch(args: argparse.Namespace) -> int:
         # default thresholds run the cyclic collector over all of them again and again
         # while they are built (a quarter of start-up at 110,000 pods).
         gc.set_threshold(50_000, 20, 100)
-    if args.command == "run":
-        return asyncio.run(run.command(args, console))
-    if args.command == "drive":
-        return asyncio.run(drive.command(args, console))
-    if args.command == "service":
-        return service.command(args)
-    if args.command == "health":
-        return service.health(args)
-    if args.command == "contracts":
-        return contracts.command(args, console)
-    if args.command == "completion":
-        from ledgerlet_services.app.completion import script
-
-        sys.stdout.write(script(_parser(), args.shell))
-        return EXIT_OK
-    if args.command in POSTMORTEM_COMMANDS:
-        return dispatch_postmortem(args, console)
+    if args.command in ASYNC_COMMANDS:
+        return asyncio.run(ASYNC_COMMANDS[args.command](args, console))
+    if args.command in COMMANDS:
+        return COMMANDS[args.command](args, console)
     return EXIT_FAILED
+
+
+def _completion(args: argparse.Namespace) -> int:
+    """The completion script, written from this command line's parser."""
+    sys.stdout.write(completion.script(_parser(), args.shell))
+    return EXIT_OK
 
 
 if __name__ == "__main__":

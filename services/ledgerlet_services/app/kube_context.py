@@ -23,9 +23,9 @@ import yaml
 from ledgerlet_core.model.duration import SECOND, format_duration
 from ledgerlet_core.model.errors import InputError
 from ledgerlet_core.model.timefmt import format_rfc3339, parse_rfc3339
-from ledgerlet_services.audit.kube_api.app import PREFIX
 from ledgerlet_services.audit.kube_api.clock import NOW_SUFFIX
 from ledgerlet_services.audit.kube_api.meta import ApiError, parse_at
+from ledgerlet_services.audit.kube_api.mount import PREFIX
 from ledgerlet_store.runs import RunState, UnknownRun, pick_run
 
 #: how the kubeconfig's server serves timestamps (kube_api/clock.py)

@@ -23,6 +23,8 @@ from prometheus_client import (
 )
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.routing import Mount
+from starlette.types import Scope
 
 PROBLEM: Final = "application/problem+json"
 _METHODS: Final = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
@@ -79,13 +81,26 @@ def with_problem_responses(doc: dict[str, Any], extra_schemas: dict[str, Any] | 
 REQUEST_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 1800)
 
 
+def route_template(scope: Scope) -> str:
+    """The template of the route a request was answered by, from the app's root: a mounted
+    app's route (the facade's ``/{run}/{at}/api/v1/pods``) after its mount's path (``/k8s``);
+    convertors left out (``{path}``, not ``{path:path}``)."""
+    route = scope.get("route")
+    template = getattr(route, "path_format", None)
+    if template is None:
+        return "unmatched"
+    if isinstance(route, Mount):  # (the mounted app answered without a route of its own)
+        return str(template)
+    root = scope.get("root_path", "")
+    mounted = root[len(scope.get("app_root_path", root)) :]
+    return f"{mounted}{template}"
+
+
 class ApiMetrics:
     """Requests counted by route template (``/v1/runs/{run}/decisions``, never the raw path:
     ids would make a series each) and status; latency per route."""
 
-    def __init__(self, templates: dict[str, Callable[[str], str]] | None = None) -> None:
-        #: path prefix -> the route template of a path under it (kube_api/routes.py)
-        self.templates = dict(templates or {})
+    def __init__(self) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter(
             "ledgerlet_api_requests", "requests answered", ["method", "route", "status"], registry=self.registry
@@ -103,11 +118,7 @@ class ApiMetrics:
     async def middleware(self, request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         began = time.perf_counter()
         response = await call_next(request)
-        route = getattr(request.scope.get("route"), "path", None) or "unmatched"
-        for prefix, template in self.templates.items():  # a mounted catch-all knows its own routes
-            if request.url.path == prefix or request.url.path.startswith(prefix + "/"):
-                route = template(request.url.path)
-                break
+        route = route_template(request.scope)
         method = request.method if request.method in _METHODS else "other"  # (a client names it: bounded)
         self.requests.labels(method, route, str(response.status_code)).inc()
         self.seconds.labels(method, route).observe(time.perf_counter() - began)

@@ -25,10 +25,9 @@ from fastapi_offline import FastAPIOffline
 
 from ledgerlet_services.audit import api_models as api
 from ledgerlet_services.audit.api_contract import ApiMetrics, with_problem_responses
-from ledgerlet_services.audit.kube_api.app import PREFIX as KUBE_PREFIX
+from ledgerlet_services.audit.kube_api import root as kube_root
 from ledgerlet_services.audit.kube_api.app import create_kube_app
-from ledgerlet_services.audit.kube_api.root import add_root_routes
-from ledgerlet_services.audit.kube_api.routes import kube_route
+from ledgerlet_services.audit.kube_api.mount import PREFIX as KUBE_PREFIX
 from ledgerlet_services.audit.queries import Audit
 from ledgerlet_services.audit.routes import decisions, errors, health, nodes, pods, runs
 from ledgerlet_services.audit.routes.common import Auth, window_seconds
@@ -113,7 +112,7 @@ def create_app(
     else:
         app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None, **about)
     app.state.token = token
-    app.state.metrics = ApiMetrics({KUBE_PREFIX: kube_route})
+    app.state.metrics = ApiMetrics()
     document = _openapi_document(app)
     app.openapi = document  # type: ignore[method-assign]
     app.middleware("http")(app.state.metrics.middleware)
@@ -126,7 +125,7 @@ def create_app(
         app.include_router(router)
     # kubectl against the past: the Kubernetes API over the same store, behind the same token
     # (and at the root what kubectl asks there: /version, discovery, OpenAPI)
-    add_root_routes(app, token)
+    app.include_router(kube_root.router)
     app.mount(KUBE_PREFIX, create_kube_app(lambda: _audit_of(app), token))
     return app
 

@@ -7,5 +7,5 @@ runtime classes, disruption budgets and resource quotas, server-side ``Table``
 output, label and field selectors, bounded lists. Every object is built from the
 stored events of one run as the API server would have held it at one virtual
 instant; the building is pure (``pods``, ``nodes``, ``events``, ``objects``,
-``tables``), the reading is in ``reader`` and the HTTP side in ``app``.
+``tables``), the reading is in ``reader`` and the HTTP side in ``app`` and ``routers``.
 """

@@ -1,6 +1,6 @@
 """One resource request once its run and instant are known, and the verbs it may be:
-get (here), list (``listing``) and watch (``watching``); every write is refused, a
-review is answered (``reviews``)."""
+get (``getting``), list (``listing``) and watch (``watching``); every write is refused,
+a review is answered (``reviews``)."""
 
 from __future__ import annotations
 

@@ -41,13 +41,27 @@ def discovery(request: Request, *, legacy: bool, rest: list[str]) -> Response:
 def served_openapi(request: Request, rest: list[str], prefix: str) -> Response | None:
     """``/openapi/v2`` and ``/openapi/v3[/GROUP-VERSION]`` (``openapi.py``); None for other paths."""
     if rest == ["openapi", "v2"]:
-        body, media = v2_answer(request.headers.get("accept", ""))
-        return Response(body, media_type=media)
+        return openapi_v2(request)
     if rest[:2] != ["openapi", "v3"]:
         return None
     if len(rest) == 2:
-        return JSONResponse(v3_index(prefix))
-    doc = v3_document("/".join(rest[2:]))
+        return openapi_v3_index(prefix)
+    return openapi_v3("/".join(rest[2:]))
+
+
+def openapi_v2(request: Request) -> Response:
+    """The v2 document, as protobuf or JSON as the client asks."""
+    body, media = v2_answer(request.headers.get("accept", ""))
+    return Response(body, media_type=media)
+
+
+def openapi_v3_index(prefix: str) -> Response:
+    """Each group version's v3 document, by its URL under ``prefix`` (the run's, or none)."""
+    return JSONResponse(v3_index(prefix))
+
+
+def openapi_v3(group_version: str) -> Response:
+    doc = v3_document(group_version)
     if doc is None:
         raise ApiError(404, "NotFound", NOT_FOUND)
     return JSONResponse(doc, headers={"Cache-Control": "public, immutable"})

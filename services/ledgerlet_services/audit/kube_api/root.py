@@ -10,17 +10,18 @@ server's is to anyone (``system:public-info-viewer``); the rest wants the token,
 
 from __future__ import annotations
 
-import hmac
 from typing import Final
 
-from starlette.applications import Starlette
+from fastapi import APIRouter
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from ledgerlet_services.audit.kube_api import resources as res
-from ledgerlet_services.audit.kube_api.app import PREFIX, ROOT_PATHS
 from ledgerlet_services.audit.kube_api.discovery import discovery, served_openapi
 from ledgerlet_services.audit.kube_api.meta import ApiError
+from ledgerlet_services.audit.kube_api.mount import PREFIX, ROOT_PATHS
+from ledgerlet_services.audit.kube_api.routers.answering import status
+from ledgerlet_services.audit.kube_api.routers.at_instant import check_token
 
 PATHS: Final = (
     "/version",
@@ -33,23 +34,23 @@ PATHS: Final = (
     "/openapi/v3/{rest:path}",
 )
 
+#: :data:`PATHS`, routed on the audit API, kept out of its OpenAPI document
+router = APIRouter(include_in_schema=False)
 
-def add_root_routes(app: Starlette, token: str | None) -> None:
-    """Route :data:`PATHS` on ``app`` (the audit API), kept out of its OpenAPI document."""
 
-    async def endpoint(request: Request) -> Response:
-        parts = [p for p in request.url.path.split("/") if p]
-        try:
-            if parts != ["version"] and token:
-                scheme, _, value = request.headers.get("authorization", "").partition(" ")
-                if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), token.encode()):
-                    raise ApiError(401, "Unauthorized", "Unauthorized")
-            return answer(request, parts)
-        except ApiError as exc:
-            return JSONResponse(exc.status(), status_code=exc.code, headers=exc.headers or None)
+async def endpoint(request: Request) -> Response:
+    """The answer, or its ``Status``; the token (the audit API's) wanted except for ``/version``."""
+    parts = [p for p in request.url.path.split("/") if p]
+    try:
+        if parts != ["version"]:
+            check_token(request.app.state.token, request)
+        return answer(request, parts)
+    except ApiError as exc:
+        return status(exc)
 
-    for path in PATHS:
-        app.add_route(path, endpoint, methods=["GET", "HEAD"], include_in_schema=False)
+
+for _path in PATHS:
+    router.add_api_route(_path, endpoint, methods=["GET", "HEAD"])
 
 
 def answer(request: Request, parts: list[str]) -> Response:

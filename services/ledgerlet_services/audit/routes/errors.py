@@ -13,8 +13,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
-from ledgerlet_services.audit.kube_api.app import PREFIX as KUBE_PREFIX
 from ledgerlet_services.audit.kube_api.meta import status_object
+from ledgerlet_services.audit.kube_api.mount import PREFIX as KUBE_PREFIX
 from ledgerlet_services.audit.queries import Audit, BadCursor, BadFilter, NotFound
 from ledgerlet_services.audit.routes.common import problem
 

@@ -11,13 +11,13 @@ from typing import Any
 
 from rich.console import Console
 
+from ledgerlet_services.app.commands.stored import EXIT_BAD_INPUT, EXIT_OK, open_reading
 from ledgerlet_services.app.messages import error
 from ledgerlet_store.dsn import DEFAULT_DSN
 
-EXIT_OK, EXIT_BAD_INPUT = 0, 2
-
 
 def add_parser(sub: Any) -> None:
+    """``export``'s options."""
     export = sub.add_parser(
         "export",
         help="a stored run's signals, thresholds and decisions as OpenMetrics (for promtool and Grafana)",
@@ -35,11 +35,11 @@ def add_parser(sub: Any) -> None:
     export.add_argument("--out", type=Path, required=True, help="file to write (- for standard output)")
 
 
-async def run_export(args: argparse.Namespace, console: Console, open_store: Any) -> int:
+async def command(args: argparse.Namespace, console: Console) -> int:
     from ledgerlet_services.audit.export_openmetrics import export_openmetrics
     from ledgerlet_services.audit.queries import NotFound
 
-    store = await open_store(args, console)
+    store = await open_reading(args, console)
     if store is None:
         return EXIT_BAD_INPUT
     to_stdout = str(args.out) == "-"
