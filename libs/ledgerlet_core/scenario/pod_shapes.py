@@ -121,12 +121,11 @@ class PodShapes:
             return first
         spec, status = shape.admitted
         meta = pod.metadata
-        if meta.labels:
-            meta.labels = shared.part(meta.labels)
-        if meta.annotations:
-            meta.annotations = shared.part(meta.annotations)
-        if meta.owner_references:
-            meta.owner_references = shared.part(meta.owner_references)
+        # (equal parts shared, empty ones too: one empty map and list for a fleet's pods,
+        # which nothing changes in place)
+        meta.labels = shared.part(meta.labels)
+        meta.annotations = shared.part(meta.annotations)
+        meta.owner_references = shared.part(meta.owner_references)
         node = pod.spec.node_name
         if node:
             key = (id(spec), node)
