@@ -372,5 +372,6 @@ def test_a_pod_applied_over_an_ended_one_is_new_and_an_update_keeps_the_uid() ->
     unnamed = Story()
     unnamed.at(0, inp.ObjectApplied(object=manifest(node=NODE, phase="Running"), initial=True))
     unnamed.at(5, inp.ObjectApplied(object=manifest(uid="u-3")))
-    assert unnamed.last().submitted is not None and "uid" not in unnamed.last().submitted["metadata"]
-    assert unnamed.last().origin == unnamed.events[0].id  # (the uid it was given from its origin)
+    kept = unnamed.last()
+    assert kept.submitted is not None and "uid" not in kept.submitted["metadata"]
+    assert kept.origin == unnamed.events[0].id  # (the uid it was given from its origin)
