@@ -305,3 +305,73 @@ def test_other_events_of_the_pod_change_nothing() -> None:
     before = s.last()
     s.at(5, dec.PodReplaced(replacement=POD, owner="StatefulSet/web/api"))
     assert s.last() == before and s.last().changed == 3 * SECOND
+
+
+def evicted_at_60(s: Story) -> None:
+    """A StatefulSet's pod on ``NODE`` from the start, evicted at 60 s, exited at 61 s (as
+    the golden ``workloads-create-their-pods-and-replace-evicted-ones`` stores ``shop/db-0``)."""
+    s.at(0, inp.ObjectApplied(object=manifest(node=NODE, phase="Running", uid="u-old"), initial=True))
+    evicted = dec.PodEvicted(
+        signal="memory.available",
+        threshold="memory.available<1Gi",
+        observed=0,
+        grace_period_seconds=1,
+        message="The node was low on resource: memory. ",
+        ranking=[POD],
+    )
+    s.at(60, evicted, node=NODE)
+    s.at(61, dec.PodTerminated(reason="Evicted", grace_period_seconds=1, killed_at=60.0), node=NODE)
+
+
+def test_an_evicted_statefulset_pod_created_again_is_a_new_pod_with_its_own_history() -> None:
+    """The controller creates ``db-0`` again only once the failed one is deleted
+    (``pkg/controller/statefulset``): its admission, binding, start and OOM kills are the
+    new pod's, and the evicted one is gone."""
+    s = Story()
+    evicted_at_60(s)
+    s.at(61, internal.ObjectCreated(object=manifest(uid="u-new"), owner="StatefulSet/web/api"))
+    s.at(61, dec.PodReplaced(replacement=POD, owner="StatefulSet/api"))
+    s.at(61, admitted())
+    s.at(61, dec.PodScheduled(requests={}), node="node-b")
+    s.at(61, internal.PodStarted(node="node-b", pod=POD))
+    s.at(61, dec.OOMKilled(container="app", oom_score_adj=1000, restart_count=1, restart_at=62.0), node="node-b")
+    old = s.until(60.5)
+    assert old.submitted is not None and old.submitted["metadata"]["uid"] == "u-old"
+    assert old.phase == "Running" and old.node == NODE and old.conditions["DisruptionTarget"].status == "True"
+    h = s.until(62)
+    assert h.exists and h.incarnation == 1 and h.submitted is not None and h.submitted["metadata"]["uid"] == "u-new"
+    assert h.created == 61 * SECOND and h.node == "node-b" and h.phase == "Running" and h.started == 61 * SECOND
+    assert h.reason == "" and h.message == "" and h.ending is None and not h.ended_by_kubelet
+    assert "DisruptionTarget" not in h.conditions and h.conditions["PodScheduled"].since == 61 * SECOND
+    app = h.containers["app"]
+    assert app.restarts == 1 and app.back_off_until == 62 * SECOND and h.containers["sidecar"].restarts == 0
+
+
+def test_a_pod_applied_over_an_ended_one_is_new_and_an_update_keeps_the_uid() -> None:
+    """The API server admits a pod applied over a failed one as new (the loops let the
+    failed one go), while an update of a live pod changes its metadata, never its uid."""
+    s = Story()
+    evicted_at_60(s)
+    assert s.until(61).ended and not s.until(60).ended
+    s.at(70, inp.ObjectApplied(object=manifest()))
+    waiting = s.until(70)
+    assert not waiting.exists and waiting.incarnation == 1 and waiting.origin == s.events[-1].id
+    s.at(70, admitted())
+    h = s.last()
+    assert h.exists and h.phase == "Pending" and h.node == "" and h.reason == "" and not h.ended
+    live = Story()
+    live.at(0, inp.ObjectApplied(object=manifest(node=NODE, phase="Running", uid="u-1"), initial=True))
+    relabelled = manifest(uid="u-2")
+    relabelled["metadata"]["labels"] = {"app": "api", "track": "canary"}
+    live.at(5, inp.ObjectApplied(object=relabelled))
+    updated = live.last()
+    assert updated.incarnation == 0 and updated.submitted is not None
+    assert (
+        updated.submitted["metadata"]["uid"] == "u-1" and updated.submitted["metadata"]["labels"]["track"] == "canary"
+    )
+    unnamed = Story()
+    unnamed.at(0, inp.ObjectApplied(object=manifest(node=NODE, phase="Running"), initial=True))
+    unnamed.at(5, inp.ObjectApplied(object=manifest(uid="u-3")))
+    kept = unnamed.last()
+    assert kept.submitted is not None and "uid" not in kept.submitted["metadata"]
+    assert kept.origin == unnamed.events[0].id  # (the uid it was given from its origin)

@@ -16,14 +16,21 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_services.audit.http_api import create_app
-from tests.conftest import fresh_pg_database
+from ledgerlet_services.runtime.embedded import run_embedded
+from ledgerlet_store.store import open_store
+from tests.conftest import ROOT, fresh_pg_database
+from tests.golden.cases import SCENARIOS
 from tests.postmortem.conftest import EVICTED, RUN, record
 
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
 OOS = "out-of-service"
 PREEMPTION = "preemption"
 KATA = "kata"
+#: a StatefulSet's pod evicted and created again under its name (twice)
+CONTROLLERS = "controllers"
+RECREATED = "shop/db-0"
 
 
 @pytest.fixture(scope="module", params=["sqlite", "postgresql"])
@@ -35,6 +42,7 @@ def kube(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         asyncio.run(record(dsn, "out-of-service-statefulset.yaml", run=OOS))
         asyncio.run(record(dsn, "preemption-with-pdb.yaml", run=PREEMPTION))
         asyncio.run(record(dsn, "pod-overhead-kata-fc.yaml", run=KATA))
+        asyncio.run(record_golden(dsn, "workloads-create-their-pods-and-replace-evicted-ones.yaml", CONTROLLERS))
         with TestClient(create_app(dsn)) as c:
             yield c
 
@@ -44,6 +52,13 @@ def kube(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
         request.getfixturevalue("pg_server")
         with fresh_pg_database() as dsn:
             yield from serve(dsn)
+
+
+async def record_golden(dsn: str, name: str, run: str) -> None:
+    path = SCENARIOS / name
+    scenario = load_scenario(path.read_text(encoding="utf-8"), str(path.relative_to(ROOT)))
+    async with await open_store(dsn) as store:
+        await run_embedded(scenario, store, run=run)
 
 
 def k8s(run: str, at: str, path: str) -> str:
@@ -310,6 +325,81 @@ def test_a_name_used_again_is_a_new_pod_and_preemption_shows_on_both_sides(kube:
     assert len(events) == len(preempted)
     assert events[0]["message"] == f"Preempted by pod {preemptor['metadata']['uid']} on node {victim['node']}"
     assert events[0]["action"] == "Preempting" and events[0]["eventTime"] and events[0]["firstTimestamp"] is None
+
+
+def _of(c: TestClient, kind: str, pod: str = RECREATED) -> list[dict[str, Any]]:
+    return [d for d in decisions(c, CONTROLLERS, kind) if d["pod"] == pod]
+
+
+def _uids_by_reason(c: TestClient, at: str) -> dict[str, set[str]]:
+    name = RECREATED.split("/")[1]
+    events = items(c, k8s(CONTROLLERS, at, "/api/v1/events"), fieldSelector=f"involvedObject.name={name}")
+    out: dict[str, set[str]] = {}
+    for e in events:
+        if e["involvedObject"]["kind"] == "Pod":
+            out.setdefault(e["reason"], set()).add(e["involvedObject"]["uid"])
+    return out
+
+
+def test_an_evicted_statefulset_pod_created_again_is_shown_as_the_new_pod(kube: TestClient) -> None:
+    """``db-0`` is evicted and its StatefulSet creates it again under its name: from then
+    on the facade shows the new pod (its uid, its node, its restarts), and the Events of
+    each pod name the pod it was."""
+    first, second = _of(kube, "PodEvicted")
+    replaced = _of(kube, "PodReplaced")
+    assert [d["data"]["replacement"] for d in replaced] == [RECREATED, RECREATED]
+    assert replaced[0]["t"] == first["t"] + 1 and replaced[1]["t"] == second["t"]
+    evicted = kube.get(k8s(CONTROLLERS, f"{first['t'] + 0.5}s", pod_path(RECREATED))).json()
+    original = kube.get(k8s(CONTROLLERS, "0s", pod_path(RECREATED))).json()
+    assert evicted["metadata"]["uid"] == original["metadata"]["uid"] and evicted["spec"]["nodeName"] == first["node"]
+    (target,) = [c for c in evicted["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+    assert (target["reason"], target["lastTransitionTime"]) == ("TerminationByKubelet", first["time"])
+    at = replaced[0]["t"] + 1
+    new = kube.get(k8s(CONTROLLERS, f"{at}s", pod_path(RECREATED))).json()
+    assert new["metadata"]["uid"] != evicted["metadata"]["uid"]
+    assert new["metadata"]["creationTimestamp"] == replaced[0]["time"]
+    (scheduled,) = [d for d in _of(kube, "PodScheduled") if replaced[0]["t"] <= d["t"] < second["t"]]
+    assert new["spec"]["nodeName"] == scheduled["node"] != first["node"]
+    status = new["status"]
+    assert status["phase"] == "Running" and "reason" not in status
+    assert "DisruptionTarget" not in {c["type"] for c in status["conditions"]}
+    killed = [d for d in _of(kube, "OOMKilled") if d["t"] <= at]
+    (container,) = status["containerStatuses"]
+    assert container["restartCount"] == killed[-1]["data"]["restartCount"] == len(killed)
+    assert container["lastState"]["terminated"]["reason"] == "OOMKilled"
+    # evicted again at once: the third pod waits, unschedulable
+    third = kube.get(k8s(CONTROLLERS, "end", pod_path(RECREATED))).json()
+    (unschedulable,) = [d for d in _of(kube, "PodUnschedulable") if d["t"] == second["t"]]
+    assert third["metadata"]["uid"] not in (new["metadata"]["uid"], evicted["metadata"]["uid"])
+    assert third["status"]["phase"] == "Pending" and "nodeName" not in third["spec"]
+    (waiting,) = [c for c in third["status"]["conditions"] if c["type"] == "PodScheduled"]
+    assert (waiting["status"], waiting["message"]) == ("False", unschedulable["data"]["message"])
+    assert _uids_by_reason(kube, "end") == {
+        "Evicted": {evicted["metadata"]["uid"], new["metadata"]["uid"]},
+        "Killing": {evicted["metadata"]["uid"], new["metadata"]["uid"]},
+        "Scheduled": {new["metadata"]["uid"]},
+        "FailedScheduling": {third["metadata"]["uid"]},
+    }
+    assert _uids_by_reason(kube, f"{at}s")["Scheduled"] == {new["metadata"]["uid"]}
+
+
+@pytest.mark.slow
+def test_a_watch_sees_the_evicted_pod_deleted_and_its_successor_added(kube: TestClient) -> None:
+    (replaced, _) = _of(kube, "PodReplaced")
+    since = f"{replaced['t'] - 0.5}s"
+    before = kube.get(k8s(CONTROLLERS, since, pod_path(RECREATED))).json()
+    listed = kube.get(k8s(CONTROLLERS, since, "/api/v1/namespaces/shop/pods")).json()
+    params = {"watch": "true", "resourceVersion": listed["metadata"]["resourceVersion"], "timeoutSeconds": "1"}
+    with kube.stream("GET", k8s(CONTROLLERS, since, "/api/v1/namespaces/shop/pods"), params=params) as answer:
+        events = [json.loads(line) for line in answer.iter_lines() if line]
+    name = RECREATED.split("/")[1]
+    mine = [(e["type"], e["object"]["metadata"]["uid"]) for e in events if e["object"]["metadata"]["name"] == name]
+    after = kube.get(k8s(CONTROLLERS, f"{replaced['t']}s", pod_path(RECREATED))).json()
+    assert mine[:2] == [("DELETED", before["metadata"]["uid"]), ("ADDED", after["metadata"]["uid"])]
+    for (kind, uid), (was_kind, was_uid) in zip(mine[1:], mine, strict=False):
+        assert kind != "MODIFIED" or uid == was_uid  # a pod's changes stay its own
+        assert kind != "ADDED" or was_kind == "DELETED"
+    assert len({uid for _, uid in mine}) == 3 and ("MODIFIED", after["metadata"]["uid"]) in mine
 
 
 def test_budgets_quotas_and_classes_with_the_status_their_controllers_write(kube: TestClient) -> None:

@@ -3,10 +3,13 @@
 The read side (the kubectl facade, explanations) asks what a pod was at an instant: it
 exists once the API server accepted it (a scenario's ``objects`` from the start, later
 ones at their ``PodAdmitted``) and until it is deleted. A preempted, deleted or
-taint-evicted pod is gone once it has exited, a force-deleted one at once, and a pod
-submitted again under a name whose last pod is gone is a new pod (a StatefulSet's
-``db-0``). What the kubelet, the scheduler and the controllers wrote is kept with the
-virtual instant (ns) they wrote it at:
+taint-evicted pod is gone once it has exited, a force-deleted one at once. A pod
+submitted again under a name whose last pod is gone, or has ended (``Failed``,
+``Succeeded``), is a new pod with a history of its own: a StatefulSet re-creates an
+evicted ``db-0`` only once the old object is deleted (``pkg/controller/statefulset``:
+a failed pod is deleted, then created again), and the API server admits a pod applied
+over an ended one as new. What the kubelet, the scheduler and the controllers wrote is
+kept with the virtual instant (ns) they wrote it at:
 
 * evicted (``pkg/kubelet/eviction/eviction_manager.go: evictPod``): ``phase: Failed``,
   ``reason: Evicted``, the eviction message, and the ``DisruptionTarget`` condition
@@ -61,6 +64,8 @@ POD_HISTORY_TYPES: Final = tuple(model.__name__ for model in get_args(PodEvent))
 #: how a pod ends that its object outlives (the kubelet writes a terminal status), and the
 #: status reason it writes
 KEPT_ENDINGS: Final = {"Evicted": "Evicted", "NodeShutdown": "Terminated"}
+#: the phases a pod never leaves
+TERMINAL_PHASES: Final = ("Succeeded", "Failed")
 #: the exit code of a container the kernel's OOM killer ended (SIGKILL)
 OOM_EXIT_CODE: Final = 137
 #: the conditions a running pod's kubelet sets true
@@ -150,6 +155,12 @@ class PodHistory:
     #: how many objects were submitted under this name before this one
     incarnation: int = 0
 
+    @property
+    def ended(self) -> bool:
+        """It exists in a terminal phase: the decision loops have let it go, and a pod
+        submitted under its name is a new one (``cluster.view``: gone from ``pods``)."""
+        return self.exists and self.phase in TERMINAL_PHASES
+
     def spec(self) -> dict[str, Any]:
         """A fresh copy of the spec as the API server stores it: submitted, then admitted."""
         spec: dict[str, Any] = copy.deepcopy((self.submitted or {}).get("spec", {}))
@@ -192,7 +203,7 @@ def fold_event(h: PodHistory, env: Envelope, data: PodEvent) -> PodHistory:
         case inp.ObjectApplied():
             return _applied(h, env, data)
         case internal.ObjectCreated():
-            if not h.exists:
+            if not h.exists or h.ended:
                 return _reincarnated(h, data.object, env.id)
         case dec.PodAdmitted():
             _admitted(h, env, data)
@@ -269,15 +280,22 @@ def _applied(h: PodHistory, env: Envelope, data: inp.ObjectApplied) -> PodHistor
             h.reason, h.message = status.get("reason", ""), status.get("message", "")
             h.ended_by_kubelet = True
         return h
-    if h.exists and h.submitted is not None:  # an update: metadata changes, the spec is immutable
-        h.submitted = {**h.submitted, "metadata": obj.get("metadata", h.submitted.get("metadata", {}))}
+    if h.exists and h.submitted is not None and not h.ended:
+        # an update: metadata changes; the spec and the uid are immutable
+        old_meta = h.submitted.get("metadata", {})
+        meta = dict(obj.get("metadata", old_meta))
+        if old_meta.get("uid"):
+            meta["uid"] = old_meta["uid"]
+        else:
+            meta.pop("uid", None)  # (the uid the object was given from its origin)
+        h.submitted = {**h.submitted, "metadata": meta}
         return h
     return _reincarnated(h, obj, env.id)
 
 
 def _reincarnated(h: PodHistory, obj: dict[str, Any] | None, origin: str) -> PodHistory:
-    """A pod object submitted under a name whose last pod is gone: nothing of the old one
-    carries over (it exists once admitted)."""
+    """A pod object submitted under a name whose last pod is gone or ended: nothing of the
+    old one carries over (the new one exists once admitted)."""
     incarnation = h.incarnation + (h.submitted is not None or h.origin != "")
     return PodHistory(submitted=obj, changed=h.changed, origin=origin, incarnation=incarnation)
 

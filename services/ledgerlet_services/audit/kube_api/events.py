@@ -24,11 +24,13 @@ and last timestamp grow, as client-go's ``EventCorrelator`` dedups them.
 
 from __future__ import annotations
 
+import bisect
 import zlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from ledgerlet_core.cluster.pod_history import POD_HISTORY_TYPES, PodHistory, fold_event
 from ledgerlet_core.contracts import decisions as dec
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts import internal
@@ -43,7 +45,7 @@ from ledgerlet_services.audit.kube_api.meta import (
     rfc3339,
     unix_nanos,
 )
-from ledgerlet_services.audit.kube_api.pods import object_uid
+from ledgerlet_services.audit.kube_api.pods import pod_uid
 
 KUBELET: Final = "kubelet"
 SCHEDULER: Final = "default-scheduler"
@@ -185,21 +187,55 @@ def _pod_ref(key: str, uid: str, field_path: str = "") -> dict[str, str]:
     return ref
 
 
-def pod_event_specs(key: str, history: Sequence[Envelope], uids: Mapping[str, str]) -> list[EventSpec]:
+#: the uid of the pod a name held at an instant: ``(pod key, t) -> uid`` ("" if none)
+UidAt = Callable[[str, int], str]
+
+
+def pod_uids(history: Sequence[Envelope]) -> list[tuple[int, str]]:
+    """When each pod of one name's history (in store order) took the name, and its uid,
+    folded as the Pod object is (:mod:`ledgerlet_core.cluster.pod_history`)."""
+    out: list[tuple[int, str]] = []
+    h = PodHistory()
+    for env in history:
+        if env.type in POD_HISTORY_TYPES:
+            h = fold_event(h, env, decode_data(env))
+            uid = pod_uid(h)
+            if not out or out[-1][1] != uid:
+                out.append((env.t, uid))
+    return out
+
+
+def uid_at(timelines: Mapping[str, Sequence[tuple[int, str]]]) -> UidAt:
+    """The uid each name's pod had at an instant, from :func:`pod_uids` of each name."""
+
+    def at(key: str, t: int) -> str:
+        timeline = timelines.get(key, ())
+        n = bisect.bisect_right(timeline, t, key=lambda entry: entry[0])
+        return timeline[n - 1][1] if n else ""
+
+    return at
+
+
+def pod_event_specs(key: str, history: Sequence[Envelope], uids: UidAt) -> list[EventSpec]:
     """The events recorded about one pod (and its owner's ``SuccessfulCreate``) from its
-    history in decision order; ``uids`` gives the uids of other pods (preemptors)."""
+    history in decision order; ``uids`` gives the uids of other pods (preemptors). Each
+    event names the pod that held the name when it was recorded: its history is folded
+    along as the Pod object's is, so an Event and the Pod the facade shows agree on uids
+    (a StatefulSet's pod created again after an eviction is a new one)."""
     out: list[EventSpec] = []
-    obj: dict[str, Any] = {}
-    origin = ""
+    h = PodHistory()
     namespace = key.partition("/")[0]
     for env in history:
-        if env.type not in _POD_SOURCES:
+        folded = env.type in POD_HISTORY_TYPES
+        if env.type not in _POD_SOURCES and not folded:
             continue
         data = decode_data(env)
+        if folded:
+            h = fold_event(h, env, data)
         if isinstance(data, inp.ObjectApplied | internal.ObjectCreated):
-            obj, origin = data.object, env.id
             continue
-        uid = obj.get("metadata", {}).get("uid", "") or object_uid(origin)
+        obj = h.submitted or {}
+        uid = pod_uid(h)
         node = env.node or ""
 
         def spec(sub: int = 0, t: int = env.t, env: Envelope = env, **kw: Any) -> EventSpec:
@@ -246,11 +282,11 @@ def pod_event_specs(key: str, history: Sequence[Envelope], uids: Mapping[str, st
                     involved=_pod_ref(key, uid),
                     type="Normal",
                     reason="Preempted",
-                    message=f"Preempted by pod {uids.get(preemptor, preemptor)} on node {node}",
+                    message=f"Preempted by pod {uids(preemptor, env.t) or preemptor} on node {node}",
                     component=SCHEDULER,
                     host=SCHEDULER_INSTANCE,
                     action="Preempting",
-                    related=_pod_ref(preemptor, uids.get(preemptor, "")),
+                    related=_pod_ref(preemptor, uids(preemptor, env.t)),
                 )
             )
         elif isinstance(data, dec.PodScheduled):

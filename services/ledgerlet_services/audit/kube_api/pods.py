@@ -43,6 +43,12 @@ def object_uid(origin: str) -> str:
     return facade_uid("object", origin)
 
 
+def pod_uid(p: PodHistory) -> str:
+    """The uid of the pod a history holds now: its own, or the one its origin gave it (the
+    Pod object and its Events read the same)."""
+    return str((p.submitted or {}).get("metadata", {}).get("uid", "")) or object_uid(p.origin)
+
+
 def _terminated(ended: Termination, instant: Instant) -> dict[str, Any]:
     finished = rfc3339(instant.start, ended.at)
     return {"terminated": {"exitCode": ended.exit_code, "reason": ended.reason, "finishedAt": finished}}
@@ -97,8 +103,7 @@ def pod_object(p: PodHistory, instant: Instant) -> dict[str, Any] | None:
     else:
         meta.pop("annotations", None)
     meta.setdefault("namespace", "default")
-    if not meta.get("uid"):
-        meta["uid"] = object_uid(p.origin)
+    meta["uid"] = pod_uid(p)
     meta.setdefault("creationTimestamp", rfc3339(start, p.created))
     meta["resourceVersion"] = resource_version(p.changed)
     if p.deletion is not None:

@@ -39,7 +39,7 @@ from ledgerlet_services.audit.kube_api.cluster_objects import (
 from ledgerlet_services.audit.kube_api.meta import ApiError, Instant, bad_request, parse_at
 from ledgerlet_services.audit.kube_api.metrics import get_metrics, scan_metrics
 from ledgerlet_services.audit.kube_api.nodes import LEASE_NAMESPACE, NODE_TYPES, STATUS_TYPES, build_node, lease_object
-from ledgerlet_services.audit.kube_api.pods import POD_TYPES, build_pod, object_uid
+from ledgerlet_services.audit.kube_api.pods import POD_TYPES, build_pod
 from ledgerlet_services.audit.kube_api.resources import Resource
 from ledgerlet_services.audit.kube_api.selectors import (
     FieldSelector,
@@ -325,12 +325,12 @@ class KubeReader:
             for e in history
             if e.type == "PodPreempted"
         }
-        uids: dict[str, str] = {}
+        preemptor_history: dict[str, list[Envelope]] = defaultdict(list)
         if preemptors:
             for r in await self.pages.read_pods(i.run, sorted(preemptors), t_to=t_to):
-                if r.envelope.type in ("ObjectApplied", "ObjectCreated"):  # the newest pod of that name
-                    obj = json.loads(bytes(r.envelope.data)).get("object", {})
-                    uids[r.envelope.pod or ""] = obj.get("metadata", {}).get("uid", "") or object_uid(r.envelope.id)
+                preemptor_history[r.envelope.pod or ""].append(r.envelope)
+        # each preemptor as it was when it preempted (a name may be used again later)
+        uids = ev.uid_at({k: ev.pod_uids(history) for k, history in preemptor_history.items()})
         return [s for p in pods for s in ev.pod_event_specs(p, by_pod.get(p, []), uids)]
 
     async def _node_specs(self, i: Instant, nodes: Sequence[str], t_to: int) -> list[ev.EventSpec]:
@@ -567,9 +567,17 @@ class KubeReader:
                 out.append(Change("ADDED", new, t))
             elif new is None and old is not None:
                 out.append(Change("DELETED", old, t))
+            elif new is not None and old is not None and _uid(new) != _uid(old):
+                # the name holds another object now (a StatefulSet's pod created again): a
+                # watch sees the old one deleted and the new one added, as the API server's
+                out += [Change("DELETED", old, t), Change("ADDED", new, t)]
             elif new is not None and old is not None and new != old:
                 out.append(Change("MODIFIED", new, t, old))
         return out
+
+
+def _uid(obj: Mapping[str, Any]) -> Any:
+    return obj.get("metadata", {}).get("uid")
 
 
 def _foreign_token() -> ApiError:
