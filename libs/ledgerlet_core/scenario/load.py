@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import re
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ from ledgerlet_core.model.settings import check_gates, check_settings, suggestio
 from ledgerlet_core.model.summary import Summary
 from ledgerlet_core.model.timefmt import EPOCH, parse_rfc3339
 from ledgerlet_core.model.usage import LAYOUTS, NodeUsage, parse_node_usage, parse_pod_usage
+from ledgerlet_core.scenario.bounds import decode_text
 from ledgerlet_core.scenario.documents import read_document
 from ledgerlet_core.scenario.json_scenario import plain, read_json_scenario
 from ledgerlet_core.scenario.observed_events import observed_events
@@ -199,22 +201,35 @@ def _usage_texts(usage_raw: dict[str, Any]) -> dict[str, msgspec.Raw]:
     return out
 
 
-def load_scenario(text: str, source: str = "<scenario>") -> Scenario:
-    """Parse a scenario file's text; :class:`InputError` carries ``source`` as the file.
+def load_scenario(content: str | bytes, source: str = "<scenario>") -> Scenario:
+    """Parse a scenario file's text, or its bytes as read (checked here: within the size
+    limit, UTF-8); :class:`InputError` carries ``source`` as the file. A JSON file given
+    as bytes is read from them, never held as text beside them too (a fleet's file is a
+    quarter of a gigabyte).
 
     Reading builds millions of objects and frees few: a caller that reads a large file
     pauses the cyclic collector around it (the command line does: app/collector.py)."""
     try:
-        return _load(text, source)
+        if isinstance(content, bytes):
+            decode_text(content, source)  # (what is wrong with it said as the text reader says it)
+            return _load(content, source)
+        return _load(content.encode(), source, content)
     except InputError as exc:
         raise exc.located(file=source) from None
 
 
-def _load(text: str, source: str) -> Scenario:
+#: whitespace that may open a file, before its first character
+_LEADING_SPACE: Final = re.compile(rb"\s*")
+
+
+def _load(data: bytes, source: str, text: str | None = None) -> Scenario:
+    """``data``: the file's UTF-8 bytes; ``text``: the same as text, when the caller has it."""
     # a JSON scenario's objects and usage entries are read one at a time (json_scenario)
-    doc = read_json_scenario(text.encode()) if text.lstrip().startswith("{") else None
+    first = _LEADING_SPACE.match(data)
+    opens = data[first.end() : first.end() + 1] if first is not None else b""
+    doc = read_json_scenario(data) if opens == b"{" else None
     if doc is None:
-        doc = read_document(text, source)
+        doc = read_document(text if text is not None else data.decode("utf-8"), source)
     if not isinstance(doc, dict):
         raise InputError(f"expected a Scenario mapping, got {type(doc).__name__}")
     if doc.get("apiVersion") != API_VERSION:
@@ -314,7 +329,7 @@ def _load(text: str, source: str) -> Scenario:
     return Scenario(
         name=name,
         source=source,
-        digest=hashlib.sha256(text.encode()).hexdigest(),
+        digest=hashlib.sha256(data).hexdigest(),
         start=start,
         duration=duration,
         kubelet_config_raw=dict(kubelet_raw),

@@ -20,7 +20,7 @@ from ledgerlet_core.contracts.decision_log import encode_records, to_records
 from ledgerlet_core.contracts.order import ORDER_BY_NODE
 from ledgerlet_core.model.duration import SECOND, DurationError, format_duration, parse_duration
 from ledgerlet_core.model.errors import InputError
-from ledgerlet_core.scenario.bounds import MAX_DURATION, check_duration, decode_text
+from ledgerlet_core.scenario.bounds import MAX_DURATION, check_duration
 from ledgerlet_core.scenario.load import Scenario, load_scenario
 from ledgerlet_services.app.collector import collector_paused
 from ledgerlet_services.app.inputs import read_bounded
@@ -110,7 +110,7 @@ def load_or_report(path: Path, console: Console, max_duration: int = MAX_DURATIO
     try:
         data = read_bounded(path, str(path))  # (a device or a FIFO too: up to the limit)
         with collector_paused():  # (a fleet's millions of objects, none garbage)
-            scenario = load_scenario(decode_text(data, str(path)), str(path))
+            scenario = load_scenario(data, str(path))  # (its bytes: checked as text there, read as JSON)
         check_duration(scenario.duration, max_duration, str(path))
         return scenario
     except OSError as exc:
