@@ -9,15 +9,20 @@ kept SQLite's write lock, and storing the run's failure then waited a minute for
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ledgerlet_core.cluster.decoded import SharedDecoding
 from ledgerlet_core.contracts.envelope import Envelope
+from ledgerlet_core.contracts.registry import decode_data
 from ledgerlet_core.scenario.load import load_scenario
-from ledgerlet_services.runtime.embedded import _seeded_feed
+from ledgerlet_services.runtime import embedded
+from ledgerlet_services.runtime.embedded import ServiceFailed, _seeded_feed
 from ledgerlet_services.runtime.engine import Engine
+from ledgerlet_store.store import open_store
 from tests.conftest import EXAMPLES
 
 
@@ -72,3 +77,32 @@ async def test_cancelling_the_run_does_not_cut_the_write_under_way() -> None:
         await task
     assert sink.cut == 0 and sink.stored  # the write finished, and is counted
     assert engine.stored == len(sink.stored)
+
+
+@pytest.mark.asyncio
+async def test_an_input_that_cannot_be_made_fails_the_run_and_is_stored_as_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A scenario's inputs are made as the engine takes them (runtime/input_stream.py), after
+    the run has begun to store: one that cannot be made ends the run as a failed loop does."""
+    path = EXAMPLES / "memory-pressure.yaml"
+    scenario = load_scenario(path.read_text(), str(path))
+    made = embedded.scenario_feed
+
+    def failing(*args: Any, **kwargs: Any) -> Iterator[Envelope]:
+        for i, env in enumerate(made(*args, **kwargs)):
+            if i == 3:
+                raise ValueError("the fourth input cannot be encoded")
+            yield env
+
+    monkeypatch.setattr(embedded, "scenario_feed", failing)
+    store = await open_store(f"sqlite:///{tmp_path / 'runs.db'}")
+    try:
+        with pytest.raises(ServiceFailed, match=r"driver stopped.*the fourth input cannot be encoded"):
+            await embedded.run_embedded(scenario, store, run="broken")
+        stored = await store.read_run("broken")
+    finally:
+        await store.close()
+    assert stored and stored[0].envelope.type == "ScenarioStarted"  # (the run had begun)
+    ended = [decode_data(e.envelope) for e in stored if e.envelope.type == "RunEnded"]
+    assert [e.outcome for e in ended] == ["failed"]

@@ -213,7 +213,7 @@ class Engine:
             if inputs_at is not None and feed and feed.peek().t == inputs_at:
                 nxt = feed.peek()
                 if not queue or (nxt.t, tuple(nxt.order)) < queue[0][:2]:
-                    self._push(feed.take(), self.telemetry.publishing("driver", nxt))
+                    self._push(self._take_input(), self.telemetry.publishing("driver", nxt))
                     self.stats.inputs += 1
             if not queue:
                 break
@@ -223,6 +223,15 @@ class Engine:
             self._dispatched += 1
             if self._dispatched % YIELD_EVERY == 0 or self._full():
                 await self._flush()
+
+    def _take_input(self) -> Envelope:
+        """The next input; one that cannot be made (a scenario's are made as they are
+        taken: runtime/input_stream.py) fails the run as a loop's failure does, so it is
+        stored as failed, not left without an end."""
+        try:
+            return self.feed.take()
+        except Exception as exc:
+            raise LoopFailed("driver", exc) from exc
 
     def _dispatch(self, env: Envelope, headers: Headers) -> Iterator[None]:
         """Store, then hand out ``env``; yields while a long pass is under way."""
