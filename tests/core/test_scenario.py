@@ -232,9 +232,9 @@ def test_reading_leaves_the_cyclic_collector_alone(monkeypatch: pytest.MonkeyPat
     during: list[bool] = []
     real_load = load_module._load
 
-    def watched(text: str, source: str) -> Any:
+    def watched(data: bytes, source: str, text: str | None = None) -> Any:
         during.append(gc.isenabled())
-        return real_load(text, source)
+        return real_load(data, source, text)
 
     monkeypatch.setattr(load_module, "_load", watched)
     was_enabled = gc.isenabled()
