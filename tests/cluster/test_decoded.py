@@ -55,7 +55,7 @@ def test_a_loaded_object_is_what_a_loop_decodes_from_its_input(source: Path | st
 def test_a_seeded_object_is_served_as_it_is_and_others_are_decoded() -> None:
     pod = msgspec.convert({"metadata": {"name": "p1"}, "spec": {"containers": []}}, Pod)
     decoded = Decoded()
-    decoded.seed({"e1": pod})
+    decoded.seed("e1", pod)
     assert decoded.object("e1", msgspec.Raw(b"{}"), Pod) is pod
     node = decoded.object("e2", msgspec.Raw(b'{"metadata":{"name":"n1"}}'), Node)
     assert node.metadata.name == "n1"

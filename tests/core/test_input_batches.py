@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ledgerlet_core.contracts import inputs as inp
-from ledgerlet_core.contracts.batch import BATCH, MAX_BYTES, MAX_MEMBERS, batch_inputs, expand_all
+from ledgerlet_core.contracts.batch import BATCH, MAX_BYTES, MAX_MEMBERS, expand_all, iter_batched
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.registry import make_envelope
 
@@ -24,7 +24,7 @@ def sizes(batched: list[Envelope]) -> list[int]:
 
 def test_a_run_of_one_nodes_inputs_is_one_batch_and_reads_back_as_they_were() -> None:
     singles = [usage(i) for i in range(5)]
-    (batch,) = batch_inputs(singles, lambda e: "n1")
+    (batch,) = list(iter_batched(singles, lambda e: "n1"))
     assert batch.type == BATCH
     assert list(expand_all([batch])) == singles
 
@@ -32,14 +32,14 @@ def test_a_run_of_one_nodes_inputs_is_one_batch_and_reads_back_as_they_were() ->
 def test_a_batch_ends_where_the_node_or_the_instant_changes() -> None:
     nodes = ["n1", "n1", "n2", "n2", "n1"]
     singles = [usage(0), usage(1), usage(2), usage(3), usage(4)]
-    assert sizes(batch_inputs(singles, lambda e: nodes[e.order[1]])) == [2, 2, 1]
+    assert sizes(list(iter_batched(singles, lambda e: nodes[e.order[1]]))) == [2, 2, 1]
     later = [usage(0), usage(1), usage(2, t=10), usage(3, t=10)]
-    assert sizes(batch_inputs(later, lambda e: "n1")) == [2, 2]
+    assert sizes(list(iter_batched(later, lambda e: "n1"))) == [2, 2]
 
 
 def test_inputs_of_no_node_pass_on_their_own_in_place() -> None:
     singles = [usage(i) for i in range(4)]
-    batched = batch_inputs(singles, lambda e: None if e.order[1] == 2 else "n1")
+    batched = list(iter_batched(singles, lambda e: None if e.order[1] == 2 else "n1"))
     assert sizes(batched) == [2, 1, 1]
     assert list(expand_all(batched)) == singles
 
@@ -51,7 +51,7 @@ def test_a_batch_holds_at_most_its_members_and_bytes(limit: str) -> None:
     else:  # entries of about a fifth of the limit each: five fit, not six
         big = "1" * (MAX_BYTES // 5 - 200) + "Mi"
         singles = [usage(i, memory=big) for i in range(12)]
-    batched = batch_inputs(singles, lambda e: "n1")
+    batched = list(iter_batched(singles, lambda e: "n1"))
     assert len(batched) > 1
     assert list(expand_all(batched)) == singles
     for e in batched:

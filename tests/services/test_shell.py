@@ -91,7 +91,7 @@ async def test_a_restarted_service_skips_a_batch_it_folded_when_it_comes_again()
     a service that folded the first copy while rebuilding must skip the second, as it
     skips any event it has handled."""
     from ledgerlet_core.contracts import inputs as inp
-    from ledgerlet_core.contracts.batch import BATCH, batch_inputs
+    from ledgerlet_core.contracts.batch import BATCH, iter_batched
 
     singles = [
         make_envelope(
@@ -99,7 +99,7 @@ async def test_a_restarted_service_skips_a_batch_it_folded_when_it_comes_again()
         )
         for i in range(3)
     ]
-    (batch,) = batch_inputs(singles, lambda e: "n1")
+    (batch,) = list(iter_batched(singles, lambda e: "n1"))
     assert batch.type == BATCH
     bus = MemoryBus(retain=True)
     p = bus.producer()
@@ -122,7 +122,7 @@ async def test_a_restarted_service_skips_a_batch_it_folded_when_it_comes_again()
 def _batch_record(offset: int) -> Record:
     """A batch of two pods' inputs on the inputs topic."""
     from ledgerlet_core.contracts import inputs as inp
-    from ledgerlet_core.contracts.batch import batch_inputs
+    from ledgerlet_core.contracts.batch import iter_batched
 
     pods = [
         make_envelope(
@@ -136,7 +136,7 @@ def _batch_record(offset: int) -> Record:
         )
         for i in (1, 2)
     ]
-    (batch,) = batch_inputs(pods, lambda env: "n1")
+    (batch,) = list(iter_batched(pods, lambda env: "n1"))
     return Record("ledgerlet.inputs", 0, offset, b"n1", encode_envelope(batch))
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ledgerlet_core.contracts import inputs as inp
-from ledgerlet_core.contracts.batch import batch_inputs
+from ledgerlet_core.contracts.batch import iter_batched
 from ledgerlet_core.contracts.decisions import NodeReclaimed
 from ledgerlet_core.contracts.envelope import Envelope
 from ledgerlet_core.contracts.registry import make_envelope
@@ -55,7 +55,7 @@ def applied(run: str, i: int, obj: dict[str, object], *, node: str | None, pod: 
 def batched(singles: list[Envelope], bound: dict[str, str]) -> list[Envelope]:
     """``singles`` as the feed stores them: a node's pods' inputs of one instant in a batch
     (``bound``: pod -> node)."""
-    return batch_inputs(singles, lambda e: bound.get(e.pod or "") if e.pod else None)
+    return list(iter_batched(singles, lambda e: bound.get(e.pod or "") if e.pod else None))
 
 
 @pytest.fixture(params=["sqlite", "postgresql", "postgresql-icu"])

@@ -203,11 +203,13 @@ def _inputs(run: str = "run-b") -> list[Envelope]:
 
 
 async def test_input_batches_are_stored_as_one_row_and_read_as_their_members(store: SqlEventStore) -> None:
-    from ledgerlet_core.contracts.batch import BATCH, batch_inputs
+    from ledgerlet_core.contracts.batch import BATCH, iter_batched
 
     singles = _inputs()
     bound = {"ns/web-1": "n1", "ns/web-2": "n1"}
-    fed = batch_inputs(singles, lambda e: e.node if e.pod in bound else bound.get(e.stream.removeprefix("usage/")))
+    fed = list(
+        iter_batched(singles, lambda e: e.node if e.pod in bound else bound.get(e.stream.removeprefix("usage/")))
+    )
     assert [e.type for e in fed] == ["ObjectApplied", BATCH, "ObjectApplied", BATCH]
     assert await store.append_batch(fed[:3]) == 3
     assert await store.append_batch(fed[3:]) == 1  # a batch of usage entries alone (no pod to index)

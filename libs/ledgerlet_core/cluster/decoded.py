@@ -62,16 +62,11 @@ class Decoded:
                 self._objects.popitem(last=False)
         return cast(T, found)
 
-    def seed(self, objects: Mapping[str, Any]) -> None:
-        """Objects already built, by the id of the event that carries each: what the
+    def seed(self, event_id: str, obj: Any) -> None:
+        """An object already built, by the id of the event that carries it: what the
         scenario loader made of its ``objects`` serves every loop of the process as it is
-        (the same value the loops would decode from the event, one copy instead of two).
-        Kept until :meth:`unseed`: every loop meets each of them once, at the start."""
-        for event_id, obj in objects.items():
-            self.seed_one(event_id, obj)
-
-    def seed_one(self, event_id: str, obj: Any) -> None:
-        """:meth:`seed` one object (as a scenario's inputs are made, one at a time)."""
+        (the same value the loops would decode from the event, one copy instead of two),
+        given as each input is made. Kept until :meth:`unseed`."""
         self._seeded[(event_id, type(obj))] = obj
 
     def unseed(self) -> None:

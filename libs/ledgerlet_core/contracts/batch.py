@@ -72,11 +72,6 @@ def expand_all(envelopes: Iterable[Envelope]) -> Iterator[Envelope]:
             yield env
 
 
-def batch_inputs(inputs: Iterable[Envelope], node_of: Callable[[Envelope], str | None]) -> list[Envelope]:
-    """:func:`iter_batched`, all at once."""
-    return list(iter_batched(inputs, node_of))
-
-
 def iter_batched(inputs: Iterable[Envelope], node_of: Callable[[Envelope], str | None]) -> Iterator[Envelope]:
     """``inputs`` (in feed order) with each run of consecutive batchable inputs of one
     instant and one node (``node_of``; None: not batchable) carried as batches of at most

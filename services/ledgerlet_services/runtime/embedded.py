@@ -138,7 +138,7 @@ def _seeded_feed(scenario: Scenario, run: str, decoding: SharedDecoding) -> Iter
 
     def built(event_id: str, obj: AnyObject) -> None:
         if isinstance(obj, Node | Pod):
-            decoded.seed_one(event_id, obj)
+            decoded.seed(event_id, obj)
 
     return scenario_feed(scenario, run, built)
 
