@@ -224,17 +224,18 @@ class NodeLossControllers:
         if node is None:
             return
         grace = pod.spec.termination_grace_period_seconds
-        created = creation_seconds(pod, self.settings.start, self._admitted.pop(pod.key, 0))
-        self.pods[pod.key] = _Pod(
+        key = pod.key
+        created = creation_seconds(pod, self.settings.start, self._admitted.pop(key, 0))
+        self.pods[key] = _Pod(
             node_name,
             pod.spec.tolerations,  # (the pod's own, never changed in place: not copied)
             DEFAULT_TERMINATION_GRACE if grace is None else grace,
             volumes,
             created,
         )
-        node.pods[pod.key] = None
+        node.pods[key] = None
         for pv in volumes:
-            self.attached.setdefault((pv, node_name), set()).add(pod.key)
+            self.attached.setdefault((pv, node_name), set()).add(key)
             self.unwanted.pop((pv, node_name), None)
 
     def pod_started(self, pod: Pod, node: str, volumes: tuple[str, ...], now: int, out: Emitter) -> None:

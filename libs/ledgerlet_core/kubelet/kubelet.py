@@ -95,7 +95,6 @@ class Kubelet:
         self.pod_node: dict[str, str] = {}
         self.workers = PodWorkers(self.timers)
         self._work: list[tuple[SortKey, str, Work]] = []
-        self._limits: dict[str, bool] = {}
         #: whether any pod made active sets local-storage limits (most runs: none)
         self._any_limits = False
         #: pods the scheduler bound before the API server's admission reached this loop
@@ -138,15 +137,16 @@ class Kubelet:
         """A pod running on its node from the start."""
         node = self.nodes.get(pod.spec.node_name)
         if node is not None:
-            self._activate(node, pod)
-            self.pod_node[pod.key] = node.name
+            key = pod.key
+            self._activate(node, pod, key)
+            self.pod_node[key] = node.name
 
     def updated(self, key: str) -> None:
         """An update of a pod this kubelet runs (its spec cannot change)."""
         node = self.nodes.get(self.pod_node.get(key, ""))
         pod = self.pods.get(key)
         if node is not None and pod is not None and key in node.active:
-            self._activate(node, pod)
+            self._activate(node, pod, key)
 
     def admitted(self, key: str, when: SortKey, cause: str, out: Emitter) -> None:
         """The API server stored the pod: bound by its creator, or waiting for the scheduler."""
@@ -221,16 +221,14 @@ class Kubelet:
             node.active.pop(key, None)
 
     # -- the eviction manager's pass ------------------------------------------------------------
-    def _limited(self, pod: Pod) -> bool:
-        """Whether a pod sets local-storage limits (cached: pods do not change once admitted)."""
-        uid = pod.metadata.uid
-        if uid not in self._limits:
-            self._limits[uid] = has_local_storage_limits(pod)
-        return self._limits[uid]
+    @staticmethod
+    def _limited(pod: Pod) -> bool:
+        """Whether a pod sets local-storage limits (worked out once per spec)."""
+        return has_local_storage_limits(pod)
 
-    def _activate(self, node: KubeletNode, pod: Pod) -> None:
-        node.active[pod.key] = pod
-        if not self._any_limits and self._limited(pod):
+    def _activate(self, node: KubeletNode, pod: Pod, key: str) -> None:
+        node.active[key] = pod
+        if not self._any_limits and has_local_storage_limits(pod):
             self._any_limits = True
 
     def _limited_pods(self, node: KubeletNode) -> list[Pod]:
@@ -358,7 +356,7 @@ class Kubelet:
             rejected = dec.PodRejected(reason=reason, message=message, admitter="kubelet")
             out.decide(rejected, node=node.name, pod=pod.key, causes=[cause])
             return
-        self._activate(node, pod)
+        self._activate(node, pod, pod.key)
         self.pod_node[pod.key] = node.name
         started = PodStarted(node=node.name, pod=pod.key, uid=pod.metadata.uid)
         out.decide(started, node=node.name, pod=pod.key, causes=[cause])

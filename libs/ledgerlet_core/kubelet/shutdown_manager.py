@@ -76,8 +76,9 @@ class ShutdownManager:
         """A pod the kubelet runs (admitted, or running from the start)."""
         where = self._nodes.get(node)
         if where is not None:
-            where.pods[pod.key] = pod
-            self._pod_node[pod.key] = node
+            key = pod.key
+            where.pods[key] = pod
+            self._pod_node[key] = node
 
     def inactive(self, key: str) -> None:
         """The kubelet was told to stop it (or it failed): no longer an active pod."""

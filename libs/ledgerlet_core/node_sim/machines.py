@@ -167,14 +167,15 @@ class Machines:
         node = self.nodes.get(pod.spec.node_name) if pod.spec.node_name else None
         if node is None:
             return
-        node.pods[pod.key] = pod
-        node.stale.add(pod.key)
+        key = pod.key
+        node.pods[key] = pod
+        node.stale.add(key)
         for image in pod_images(pod):
             node.images_running[image] = node.images_running.get(image, 0) + 1
         node.dirty = True
         if has_local_storage_limits(pod):
-            node.limited.add(pod.key)
-        self.pod_node[pod.key] = node.node.metadata.name
+            node.limited.add(key)
+        self.pod_node[key] = node.node.metadata.name
 
     def usage_declared(
         self, env: Envelope, data: inp.UsageDeclared, node_usage: NodeUsage | None, out: Emitter

@@ -21,8 +21,9 @@ from typing import Final, Protocol
 
 import msgspec
 
-from ledgerlet_core.model.k8s.objects import Container, Node, Pod
+from ledgerlet_core.model.k8s.objects import Container, Node, Pod, PodSpec
 from ledgerlet_core.model.k8s.resources import is_sidecar
+from ledgerlet_core.model.k8s.spec_memo import per_spec
 from ledgerlet_core.model.k8s.volumes import local_volume_names
 from ledgerlet_core.model.summary import (
     ContainerStats,
@@ -324,8 +325,14 @@ def _pod_stats(plan: PodPlan, t: int, stopped: Set[str] = frozenset()) -> PodSta
     return (_stats(plan, values), *use)
 
 
-def pod_images(pod: Pod) -> set[str]:
-    return {c.image for c in (*pod.spec.containers, *pod.spec.init_containers) if c.image}
+def pod_images(pod: Pod) -> frozenset[str]:
+    """The images the pod's containers run (shared by the pods of one spec)."""
+    return _spec_images(pod.spec)
+
+
+@per_spec
+def _spec_images(spec: PodSpec) -> frozenset[str]:
+    return frozenset(c.image for c in (*spec.containers, *spec.init_containers) if c.image)
 
 
 def images_in_use(images: Iterable[Image], running: set[str]) -> set[str]:

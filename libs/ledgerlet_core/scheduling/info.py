@@ -79,9 +79,27 @@ _BY_PARTS_KEPT = 4096
 _NONE: tuple[()] = ()
 
 
+#: the last requests and scheduling constraints by the spec object they were worked out
+#: for (pods of one template on one node share their admitted spec: scenario/pod_shapes.py)
+_REQUESTS_BY_SPEC: dict[int, tuple[PodSpec, tuple[dict[str, int], int, int]]] = {}
+_SCHED_BY_SPEC: dict[int, tuple[PodSpec, object, str | None, object, PodScheduling]] = {}
+
+
 def _shared_requests(pod: Pod) -> tuple[dict[str, int], int, int]:
     """:func:`_requests`, worked out once for pods made of the same parts (the dict is
     shared: a :class:`PodInfo`'s requests are never changed in place)."""
+    spec = pod.spec
+    hit = _REQUESTS_BY_SPEC.get(id(spec))
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    if len(_REQUESTS_BY_SPEC) >= _BY_PARTS_KEPT:
+        _REQUESTS_BY_SPEC.clear()
+    value = _requests_by_parts(pod)
+    _REQUESTS_BY_SPEC[id(spec)] = (spec, value)
+    return value
+
+
+def _requests_by_parts(pod: Pod) -> tuple[dict[str, int], int, int]:
     spec = pod.spec
     # (empty lists and maps are new objects in every pod: one stands for them all)
     parts = (spec.containers, spec.init_containers or _NONE, spec.overhead or _NONE, spec.resources)
@@ -117,7 +135,28 @@ def _uses_label_keys(spec: PodSpec) -> bool:
 
 def _shared_scheduling(pod: Pod) -> PodScheduling:
     """:func:`terms.pod_scheduling`, worked out once for pods made of the same parts (the
-    pod's labels count only where a constraint reads them; its owner by kind and name)."""
+    pod's labels count only where a constraint reads them; its owner by kind and name).
+    Pods of one spec object, owner references object and namespace (and labels object,
+    where read) are looked up by those alone."""
+    spec, meta = pod.spec, pod.metadata
+    hit = _SCHED_BY_SPEC.get(id(spec))
+    if (
+        hit is not None
+        and hit[0] is spec
+        and hit[1] is meta.owner_references
+        and hit[2] == meta.namespace
+        and (hit[3] is None or hit[3] is meta.labels)
+    ):
+        return hit[4]
+    value = _scheduling_by_parts(pod)
+    if len(_SCHED_BY_SPEC) >= _BY_PARTS_KEPT:
+        _SCHED_BY_SPEC.clear()
+    labels = meta.labels if _uses_label_keys(spec) else None
+    _SCHED_BY_SPEC[id(spec)] = (spec, meta.owner_references, meta.namespace, labels, value)
+    return value
+
+
+def _scheduling_by_parts(pod: Pod) -> PodScheduling:
     spec, meta = pod.spec, pod.metadata
     if (
         spec.affinity is None

@@ -14,9 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from ledgerlet_core.model.k8s.objects import Pod
+from ledgerlet_core.model.k8s.objects import Pod, PodSpec
 from ledgerlet_core.model.k8s.priority import is_critical_pod
 from ledgerlet_core.model.k8s.resources import pod_limits
+from ledgerlet_core.model.k8s.spec_memo import per_spec
 from ledgerlet_core.model.quantity import Quantity
 from ledgerlet_core.model.summary import PodStats
 
@@ -99,9 +100,14 @@ def _container_limit(pod: Pod, stats: PodStats, dedicated_imagefs: bool) -> Loca
 
 def has_local_storage_limits(pod: Pod) -> bool:
     """Whether any of the three checks can apply (most pods set no such limit)."""
-    if any(v.empty_dir is not None and v.empty_dir.size_limit is not None for v in pod.spec.volumes):
+    return _spec_sets_local_storage_limits(pod.spec)
+
+
+@per_spec
+def _spec_sets_local_storage_limits(spec: PodSpec) -> bool:
+    if any(v.empty_dir is not None and v.empty_dir.size_limit is not None for v in spec.volumes):
         return True
-    return any("ephemeral-storage" in c.resources.limits for c in (*pod.spec.containers, *pod.spec.init_containers))
+    return any("ephemeral-storage" in c.resources.limits for c in (*spec.containers, *spec.init_containers))
 
 
 def local_storage_evictions(
