@@ -210,6 +210,8 @@ class VerifyingSink(DecisionsSink):
             self._stored = store.iter_run_rows(run, batch=page, kinds=(INTERNAL, DECISION))
         self._page = page
         self._done = False
+        #: the next page, read while the loops derive (the store's thread works meanwhile)
+        self._ahead: asyncio.Task[tuple[list[Recorded], bool]] | None = None
 
     async def append_batch(self, envelopes: Sequence[Envelope]) -> int:
         new = await super().append_batch(envelopes)
@@ -218,14 +220,21 @@ class VerifyingSink(DecisionsSink):
             await self._read(self._page)
         return new
 
-    async def _read(self, count: int) -> None:
+    async def _page_of(self, count: int) -> tuple[list[Recorded], bool]:
+        """The next ``count`` stored events, and whether the run has no more."""
         got: list[Recorded] = []
         async for stored in self._stored:
             got.append(stored)
             if len(got) >= count:
-                break
-        else:
-            self._done = True
+                return got, False
+        return got, True
+
+    async def _read(self, count: int) -> None:
+        """Pair the next page (read ahead of need, if it was), and start reading the one after."""
+        ahead, self._ahead = self._ahead, None
+        got, self._done = await (ahead if ahead is not None else self._page_of(count))
+        if not self._done:
+            self._ahead = asyncio.create_task(self._page_of(self._page))
         count = sum(_members(e) for e in got)
         self.read += count
         if self.quiet:
@@ -256,6 +265,14 @@ class VerifyingSink(DecisionsSink):
         while not self._done:
             await self._read(self._page)
         return self.verifier.finish()
+
+    async def stop_reading(self) -> None:
+        """Let go of the page being read ahead (a re-derivation that failed or was cancelled)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None and not ahead.done():
+            ahead.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await ahead
 
 
 async def _envelopes(stored: AsyncIterator[StoredEvent]) -> AsyncIterator[Recorded]:
@@ -337,8 +354,11 @@ async def replay_run(
         return Replay(recorded, plain.decisions, took, stored_events=recorded.input_events, quiet_count=len(quiet))
     alone = await store.types_by_node(recorded.run, batched=False) if quick else {}
     sink = VerifyingSink(store, recorded.run, quiet_nodes=quiet, types_by_node=alone)
-    await rederive(recorded, sink, progress=progress, quiet_nodes=quiet)
-    found = await sink.finish()
+    try:
+        await rederive(recorded, sink, progress=progress, quiet_nodes=quiet)
+        found = await sink.finish()
+    finally:
+        await sink.stop_reading()
     stored = recorded.input_events + sink.read
     took = time.perf_counter() - began
     compared = sink.verifier.compared
