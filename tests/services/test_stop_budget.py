@@ -79,3 +79,17 @@ def test_install_takes_sigterm_from_the_loop() -> None:
         budget.finished()
         for s, handler in before.items():
             signal.signal(s, handler)
+
+
+def test_a_signal_after_the_event_loop_closed_raises_nothing() -> None:
+    """SIGTERM while the process leaves (its loop closed): no exception where the main
+    thread happens to be, only the watchdog bounding what is left."""
+    import asyncio
+
+    loop = asyncio.new_event_loop()
+    loop.close()
+    exits = Exits()
+    budget = stopping.StopBudget(600, lambda: loop.call_soon_threadsafe(lambda: None), exit=exits, backstop=False)
+    budget._on_signal(signal.SIGTERM, None)  # (call_soon_threadsafe raises on a closed loop)
+    assert budget._watchdog is not None and budget._watchdog.is_alive() and exits.codes == []
+    budget.finished()

@@ -31,7 +31,6 @@ import os
 import signal
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Final
 
@@ -94,7 +93,8 @@ class StopBudget:
         self.request_stop = request_stop
         self.name = name
         self._exit = exit
-        self._signalled_at: float | None = None
+        #: the first signal's name, once it came
+        self._first: str | None = None
         self._done = threading.Event()
         self._watchdog: threading.Thread | None = None
 
@@ -104,15 +104,16 @@ class StopBudget:
 
     def _on_signal(self, signum: int, frame: object) -> None:
         name = signal.Signals(signum).name
-        if self._signalled_at is None:
-            self._signalled_at = time.monotonic()
+        if self._first is None:
+            self._first = name
             log.info("%s: %s: stopping (batch, commit, hand-over) within %gs", self.name, name, self.budget)
             if self.backstop:  # should the watchdog's thread never run, SIGALRM's default ends the process
                 signal.signal(signal.SIGALRM, signal.SIG_DFL)
                 signal.alarm(math.ceil(self.budget) + 1)
             self._watchdog = threading.Thread(target=self._watch, name="stop-budget", daemon=True)
             self._watchdog.start()
-            self.request_stop()
+            with contextlib.suppress(RuntimeError):  # (the event loop already closed: the process is ending)
+                self.request_stop()
             return
         left = ", ".join(unfinished()) or "nothing named"
         log.warning("%s: second %s: exiting at once (unfinished: %s)", self.name, name, left)
@@ -124,10 +125,11 @@ class StopBudget:
             return
         left = ", ".join(unfinished()) or "nothing named"
         log.warning(
-            "%s: not stopped %gs after SIGTERM, exiting anyway; unfinished: %s; main thread at %s "
+            "%s: not stopped %gs after %s, exiting anyway; unfinished: %s; main thread at %s "
             "(an uncommitted batch is read again by the group's next reader; nothing stored is lost)",
             self.name,
             self.budget,
+            self._first,
             left,
             _main_thread_at(),
         )
