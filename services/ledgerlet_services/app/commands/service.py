@@ -73,7 +73,7 @@ def add_parser(sub: Any) -> None:
     service.add_argument(
         "--stop-budget",
         type=_seconds,
-        default=os.environ.get(STOP_BUDGET_ENV, str(DEFAULT_STOP_BUDGET)),
+        default=os.environ.get(STOP_BUDGET_ENV, f"{DEFAULT_STOP_BUDGET:g}"),
         help="seconds from SIGTERM to the exit: the service tries to finish its batch, commit and "
         "hand over, and then exits anyway, saying what it left unfinished (safe: the batch comes "
         "again); keep it below the orchestrator's grace period "
