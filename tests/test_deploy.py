@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from ledgerlet_bus.kafka import parse_bus_url
-from ledgerlet_services.runtime.catalog import needs_bus, parse_members, service_names
+from ledgerlet_services.runtime.catalog import AUDIT_API, needs_bus, parse_members, service_names
 from tests.conftest import ROOT
 
 #: the schema the issue names, when the shared tree is there; the vendored copy otherwise
@@ -82,6 +82,29 @@ def test_every_service_the_code_defines_has_a_healthy_compose_entry() -> None:
     # the example drive waits for every service to be healthy
     waits_for = services["example"]["depends_on"]
     assert all(waits_for[n]["condition"] == "service_healthy" for n in service_names())
+
+
+def _seconds(duration: str) -> float:
+    """A compose duration (``10s``, ``2m30s``) in seconds."""
+    units = {"h": 3600, "m": 60, "s": 1}
+    parts = re.findall(r"(\d+(?:\.\d+)?)([hms])", duration)
+    assert parts and "".join(n + u for n, u in parts) == duration, duration
+    return sum(float(n) * units[u] for n, u in parts)
+
+
+@pytest.mark.parametrize("override", [None, "deploy/compose.pool.yaml"])
+def test_every_service_gives_up_stopping_before_compose_kills_it(override: str | None) -> None:
+    """A service's stop budget (LEDGERLET_STOP_BUDGET, after which it exits anyway and
+    says what it left) ends comfortably before compose's stop_grace_period, after which
+    compose kills it without a word."""
+    services = _merged(override) if override else _compose()["services"]
+    for name in service_names():
+        if name == AUDIT_API:
+            continue  # (uvicorn's own stop: no batch, commit or hand-over to bound)
+        svc = services[name]
+        budget = float(svc["environment"]["LEDGERLET_STOP_BUDGET"])
+        grace = _seconds(svc["stop_grace_period"])
+        assert 0 < budget <= grace - 2, f"{name}: budget {budget:g}s, grace {grace:g}s"
 
 
 def test_kafka_runs_in_kraft_mode_with_the_official_image() -> None:

@@ -360,7 +360,14 @@ class KafkaBus:
         self, group: str, topics: Sequence[str], *, start: Mapping[TP, int] | None = None
     ) -> list[Record]:
         """Every record below the group's committed offsets (what it has already handled),
-        from ``start`` on where given."""
+        from ``start`` on where given; :class:`BusUnavailable` with the broker away (a
+        service told to stop mid-rebuild then stops without a traceback)."""
+        try:
+            return await self._history(group, topics, start)
+        except _AWAY as exc:
+            raise BusUnavailable(f"reading what {group} committed: {exc!r}") from exc
+
+    async def _history(self, group: str, topics: Sequence[str], start: Mapping[TP, int] | None) -> list[Record]:
         tps = await self.topic_partitions(topics)
         first = dict(start or {})
         committed = {

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ledgerlet_bus.api import BusUnavailable
 from ledgerlet_bus.retry import with_backoff
 from ledgerlet_core.cluster.decoded import SharedDecoding
 from ledgerlet_core.contracts.internal import RUN_COMPLETED, RUN_FAILED
@@ -48,6 +49,7 @@ from ledgerlet_services.runtime.run_completeness import (
 )
 from ledgerlet_services.runtime.shell import ServiceRunner, not_splittable
 from ledgerlet_services.runtime.snapshot_policy import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS, Snapshots
+from ledgerlet_services.runtime.stopping import step
 from ledgerlet_services.runtime.telemetry import Telemetry
 from ledgerlet_services.runtime.topic_specs import DEFAULT_PARTITIONS, topic_specs
 from ledgerlet_store.contract import StoreUnavailable
@@ -200,9 +202,12 @@ async def serve(
             reporter.cancel()
     finally:
         if store is not None:
-            await store.close()
-        await bus.close()
-        telemetry.shutdown()
+            with step("closing the event store"):
+                await store.close()
+        with step("closing the bus"):
+            await bus.close()
+        with step("flushing telemetry"):
+            telemetry.shutdown()
 
 
 async def _serve_runners(
@@ -223,7 +228,8 @@ async def _serve_runners(
         log.info("%s: running on %s", name, bus_url)
         if not await _run_while_held(name, make_runner(), lease, stop, heartbeat):
             if lease is not None:
-                await lease.release()
+                with step(f"{name}: releasing its lease"):
+                    await lease.release()
             return
 
 
@@ -251,7 +257,13 @@ async def _run_while_held(
     runner.stop()
     stopper.cancel()
     try:
-        await task  # finishes the batch in hand, closes its consumer and producer
+        with step(f"{name}: finishing its batch, committing, closing its Kafka clients"):
+            await task  # finishes the batch in hand, closes its consumer and producer
+    except BusUnavailable as exc:
+        if not stop.is_set():
+            raise
+        # (stopping anyway: what it had not committed comes again to the group's next reader)
+        log.warning("%s: stopped with the broker away, nothing more committed (%s)", name, exc)
     finally:
         if lost is not None:
             lost.cancel()

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ledgerlet_core.loop.membership import Membership
+from ledgerlet_services.runtime import stopping
 from ledgerlet_store.contract import StoreUnavailable
 from ledgerlet_store.leases import PING_PATIENCE, Lease, lock_id
 from ledgerlet_store.presence import Presence
@@ -132,10 +133,12 @@ class Pool:
             try:  # all at once: each may take a while to reach a point it can checkpoint
                 for hosted in self.hosted:
                     self._ask_hand_over(hosted)
-                await asyncio.gather(*(h.task for h in self.hosted), return_exceptions=True)
-                await self._reap(raising=False)
+                with stopping.step(f"{self.name}: handing over members {self.indexes} (checkpoints, leases)"):
+                    await asyncio.gather(*(h.task for h in self.hosted), return_exceptions=True)
+                    await self._reap(raising=False)
             finally:
-                await self.presence.leave()
+                with stopping.step(f"{self.name}: leaving the pool"):
+                    await self.presence.leave()
 
     async def _turn(self) -> None:
         """One look at the pool: take free members if this process hosts fewer than its

@@ -7,6 +7,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import signal
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ from ledgerlet_services.app.messages import error
 from ledgerlet_services.runtime.catalog import AUDIT_API, control_loop, service_names
 from ledgerlet_services.runtime.health import DEFAULT_MAX_AGE, Heartbeat, health_file, is_healthy
 from ledgerlet_services.runtime.snapshot_policy import DEFAULT_EVERY_RECORDS, DEFAULT_EVERY_SECONDS
+from ledgerlet_services.runtime.stopping import DEFAULT_STOP_BUDGET, STOP_BUDGET_ENV
 from ledgerlet_services.runtime.telemetry import Telemetry
 
 
@@ -68,6 +70,15 @@ def add_parser(sub: Any) -> None:
         help="... or after this many seconds of handling, whichever comes first "
         f"(env LEDGERLET_SNAPSHOT_SECONDS; default {DEFAULT_EVERY_SECONDS:g})",
     )
+    service.add_argument(
+        "--stop-budget",
+        type=_seconds,
+        default=os.environ.get(STOP_BUDGET_ENV, f"{DEFAULT_STOP_BUDGET:g}"),
+        help="seconds from SIGTERM to the exit: the service tries to finish its batch, commit and "
+        "hand over, and then exits anyway, saying what it left unfinished (safe: the batch comes "
+        "again); keep it below the orchestrator's grace period "
+        f"(env {STOP_BUDGET_ENV}; default {DEFAULT_STOP_BUDGET:g}, compose's grace being 10 s)",
+    )
 
     health = sub.add_parser("health", help="exit 0 if the named service's loop turned recently (health checks)")
     health.add_argument("name", choices=service_names())
@@ -93,17 +104,20 @@ def command(args: argparse.Namespace) -> int:
     except ValueError as exc:
         error(f"--pool: {exc}")
         return EXIT_BAD_INPUT
+    budget = args.stop_budget
     logging.basicConfig(
         level=os.environ.get("LEDGERLET_LOG_LEVEL", "INFO").upper(),
         format=f"%(asctime)s {args.name} %(levelname)s %(name)s: %(message)s",
     )
+    from ledgerlet_services.runtime import stopping
     from ledgerlet_services.runtime.distributed import SnapshotEvery, UnknownService, serve
 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
+        # (a signal handler of Python's own, not the loop's: it runs even while the loop is
+        # busy, and its watchdog ends the process if the stop outlives the budget)
+        stopping.StopBudget(budget, lambda: loop.call_soon_threadsafe(stop.set), name=args.name).install()
         await serve(
             args.name,
             bus_url=args.bus,
@@ -117,6 +131,7 @@ def command(args: argparse.Namespace) -> int:
             member=member,
             pool=pool,
         )
+        stopping.begin("leaving the event loop (its worker threads)")
 
     try:
         asyncio.run(main())
@@ -180,6 +195,16 @@ def _server_class() -> type:
             self.should_exit = True
 
     return QuietServer
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected seconds, got {text!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected seconds more than 0, got {text!r}")
+    return value
 
 
 def health(args: argparse.Namespace) -> int:
