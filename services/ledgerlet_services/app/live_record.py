@@ -124,14 +124,17 @@ class Watcher(threading.Thread):
         self.out, self.stop, self.read_timeout, self.retry_wait = out, stop, read_timeout, retry_wait
 
     def run(self) -> None:
-        relist = False
+        relist = listed = False
         while not self.stop.is_set():
             try:
                 if relist:
+                    if listed:  # (410 Gone from the version just listed: not listed again at once)
+                        self.stop.wait(self.retry_wait)
                     items, self.version = _listed(self.client, self.plural, self.path)
                     self.out.put(Seen(self.plural, "listed", items, note="410 Gone: listed again"))
-                    relist = False
+                    relist, listed = False, True
                 relist = self._watch()
+                listed = listed and relist
             except ApiError as exc:
                 if exc.status == 410:
                     relist = True
