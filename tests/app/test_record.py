@@ -10,6 +10,9 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import signal
+import subprocess
+import sys
 import threading
 import urllib.parse
 from collections.abc import AsyncIterator, Iterator
@@ -86,6 +89,8 @@ class FakeCluster:
         for pod in (o for o in dump if o["kind"] == "Pod"):
             self.put("pods", pod)
         self.served: dict[str, int] = {}
+        self.slow = 0.0
+        self.in_flight = self.most_in_flight = 0
 
     # -- the cluster changing --------------------------------------------------------------
     def put(self, plural: str, obj: dict[str, Any]) -> int:
@@ -153,6 +158,14 @@ class FakeCluster:
         if node in self.silent:
             self.released.wait()  # (a kubelet that never answers, until the test ends)
             return None
+        with self.cond:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            self.released.wait(self.slow)  # (a kubelet that takes its time: 0 unless a test says)
+        finally:
+            with self.cond:
+                self.in_flight -= 1
         n = self.served.get(node, 0)
         self.served[node] = n + 1
         docs = self.summaries[node]
@@ -262,12 +275,13 @@ def cluster(tmp_path: Path) -> Iterator[tuple[FakeCluster, Path]]:
 class Recording:
     """A recorder running in a task, and the store it writes, read as the test goes."""
 
-    def __init__(self, store: SqlEventStore, config: Path, run: str) -> None:
+    def __init__(self, store: SqlEventStore, config: Path, run: str, concurrency: int = 16) -> None:
         self.recorder = LiveRecorder(
             store,
             Client(load_kubeconfig(str(config))),
             run,
             interval=INTERVAL,
+            concurrency=concurrency,
             node_timeout=NODE_TIMEOUT,
             read_timeout=5.0,
         )
@@ -458,3 +472,53 @@ def test_a_run_of_a_scenario_is_not_continued_as_a_recording(
     assert main(["run", str(scenario), "--decisions", str(out), "--store", dsn, "--run-id", "r1", "--quiet"]) == 0
     assert main(["record", "--kubeconfig", str(config), "--store", dsn, "--run-id", "r1", "--for", "1s"]) == 2
     assert "not a live recording" in capsys.readouterr().err
+
+
+async def test_no_more_nodes_are_scraped_at_once_than_the_bound(
+    cluster: tuple[FakeCluster, Path], tmp_path: Path
+) -> None:
+    fake, config = cluster
+    fake.silent.clear()
+    fake.slow = 0.05  # (long enough for three scrapes to overlap, were they let)
+    store = await open_store(f"sqlite:///{tmp_path / 'e.db'}")
+    try:
+        rec = Recording(store, config, "live-4", concurrency=2)
+        await rec.until(lambda ev: all(stats_of(ev, n) >= 3 for n in (CONTROL, WORKER, SILENT)), "three rounds")
+        await rec.stopped()
+        assert fake.most_in_flight == 2
+    finally:
+        await store.close()
+
+
+@pytest.mark.slow
+def test_sigterm_stops_the_command_with_what_it_recorded_stored(
+    cluster: tuple[FakeCluster, Path], tmp_path: Path
+) -> None:
+    _, config = cluster
+    dsn = f"sqlite:///{tmp_path / 'e.db'}"
+    cmd = [sys.executable, "-m", "ledgerlet_services.app.cli", "record", "--kubeconfig", str(config)]
+    cmd += ["--store", dsn, "--run-id", "live-5", "--interval", "50ms", "--node-timeout", "300ms"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    async def recorded() -> list[StoredEvent]:
+        await until(lambda: proc.poll() is not None or (tmp_path / "e.db").exists(), 60, "the store made")
+        store = await open_store(dsn)
+        try:
+            while True:
+                assert proc.poll() is None, proc.communicate()
+                events = await store.read_run("live-5", kind="input")
+                if stats_of(events, CONTROL) >= 2:
+                    return events
+                await asyncio.sleep(0.02)
+        finally:
+            await store.close()
+
+    try:
+        asyncio.run(asyncio.wait_for(recorded(), 60))
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 0, err
+    assert "run live-5 recorded:" in " ".join(out.split())
+    assert "2/3 nodes scraped, 1 gaps (kind-worker2)" in err
