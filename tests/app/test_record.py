@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
+from ledgerlet_core.contracts.inputs import StatsReported
 from ledgerlet_core.contracts.registry import decode_data
 from ledgerlet_core.scenario.documents import KubernetesLoader
 from ledgerlet_core.scenario.load import load_scenario
@@ -168,7 +169,7 @@ class FakeCluster:
                 self.in_flight -= 1
         n = self.served.get(node, 0)
         self.served[node] = n + 1
-        docs = self.summaries[node]
+        docs: list[dict[str, Any]] = self.summaries[node]
         return docs[n % len(docs)]
 
     def stream(self, plural: str, since: str, handler: BaseHTTPRequestHandler) -> None:
@@ -368,6 +369,7 @@ async def test_a_live_cluster_is_recorded_and_recording_again_continues_the_run(
     dump = yaml.load((RECORDED / "kubectl-get-nodes-pods.yaml").read_text(), Loader=KubernetesLoader)
     doc, _ = build_scenario(name="x", objects=[("dump", dump)], summaries=[("s", fake.summaries[CONTROL][0])])
     imported = load_scenario(yaml.safe_dump(doc), "x.yaml").events[0].data
+    assert isinstance(imported, StatsReported)
     assert reported.summary == imported.summary
 
     # the cluster changes: a pod comes, a pod goes; a node's heartbeat changes nothing stored
