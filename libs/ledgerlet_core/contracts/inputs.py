@@ -175,6 +175,24 @@ class NodeUntainted(_Data, kw_only=True):
     effect: str = ""
 
 
+class StatsMissed(_Data, kw_only=True):
+    """A live recording's node that did not answer its ``/stats/summary`` in one interval
+    (``ledgerlet record``): a gap in what was observed, not a change of the node."""
+
+    node: str
+    reason: str
+
+
+class RecordingResumed(_Data, kw_only=True):
+    """A live recording started again after a stop (``ledgerlet record`` with the same run
+    id): nothing was observed between ``since`` (the last stored input's instant, virtual
+    ns) and this event's instant. The objects that changed meanwhile follow as inputs; those
+    that did not are not stored again."""
+
+    since: int
+    reason: str = ""
+
+
 class BatchMember(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     """One input event inside an :class:`InputBatch`: everything its envelope would hold
     but what the batch holds for all of them (run, time, kind)."""
@@ -211,5 +229,7 @@ INPUT_TYPES: dict[str, type[_Data]] = {
     "NodePoweredOn": NodePoweredOn,
     "NodeTainted": NodeTainted,
     "NodeUntainted": NodeUntainted,
+    "StatsMissed": StatsMissed,
+    "RecordingResumed": RecordingResumed,
     "InputBatch": InputBatch,
 }

@@ -26,7 +26,7 @@ from ledgerlet_core.model.k8s.objects import AnyObject, Node, Pod
 from ledgerlet_core.scenario.load import Scenario
 
 
-def _routing(data: object) -> tuple[str, str | None, str | None]:
+def routing(data: object) -> tuple[str, str | None, str | None]:
     """Stream, node and pod of an input event."""
     if isinstance(data, ev.ObjectApplied):
         obj = data.object
@@ -59,7 +59,7 @@ def _routing(data: object) -> tuple[str, str | None, str | None]:
 
 
 def _object_routing(obj: AnyObject) -> tuple[str, str | None, str | None]:
-    """Stream, node and pod of an ``objects`` input (as :func:`_routing` gives them)."""
+    """Stream, node and pod of an ``objects`` input (as :func:`routing` gives them)."""
     name, ns = obj.metadata.name, obj.metadata.namespace
     if isinstance(obj, Node):
         return node_stream(name), name, None
@@ -106,9 +106,9 @@ def scenario_feed(
         for key, raw in scenario.usage.items():
             index += 1
             usage = ev.UsageDeclared(key=key, usage=cast(dict[str, Any], raw))  # (JSON already, as it is)
-            yield envelope(0, usage, _routing(usage))
+            yield envelope(0, usage, routing(usage))
         for e in scenario.events:
             index += 1
-            yield envelope(e.at, e.data, _routing(e.data))
+            yield envelope(e.at, e.data, routing(e.data))
 
     return iter_batched(inputs(), node_of)

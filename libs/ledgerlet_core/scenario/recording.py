@@ -165,7 +165,7 @@ def collect_objects(documents: Sequence[tuple[str, Any]]) -> Collected:
     return collected
 
 
-def _as_kubelet_uids(summary: Mapping[str, Any], mirror_uids: Mapping[str, str]) -> dict[str, Any]:
+def as_kubelet_uids(summary: Mapping[str, Any], mirror_uids: Mapping[str, str]) -> dict[str, Any]:
     """The summary with any mirror pod's API UID replaced by its kubelet's UID, so stats
     recorded either way find their pod (the kubelet's own summary already uses it)."""
     if not mirror_uids:
@@ -256,7 +256,7 @@ def build_scenario(
             raise InputError(
                 f"node {node!r} has no Node object in the --objects files", file=source, field="node.nodeName"
             )
-        timed.append((at, source, _as_kubelet_uids(summary, collected.mirror_uids)))
+        timed.append((at, source, as_kubelet_uids(summary, collected.mirror_uids)))
     timed.sort(key=lambda x: (x[0], x[1]))
     check_gaps([(at, source) for at, source, _ in timed], max_gap)
     start = timed[0][0].replace(microsecond=0) if timed else None

@@ -43,6 +43,7 @@ from ledgerlet_services.app.commands import (
     export,
     importing,
     kubeconfig,
+    record,
     replay,
     report,
     run,
@@ -85,6 +86,7 @@ PARSERS: Final = (
     report,
     importing,
     collect,
+    record,
     export,
     contracts,
     completion,
@@ -99,6 +101,7 @@ ASYNC_COMMANDS: Final[dict[str, Callable[[argparse.Namespace, Console], Coroutin
     "explain": explain.command,
     "report": report.command,
     "export": export.command,
+    "record": record.command,
 }
 #: the others, by name
 COMMANDS: Final[dict[str, Callable[[argparse.Namespace, Console], int]]] = {

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,8 +58,9 @@ class ApiError(RuntimeError):
 class Client:
     """GETs JSON from one API server through the Kubernetes client's connection pool (its
     TLS: the cluster's CA, a client certificate from files or a plugin) and credentials
-    (a token from an exec plugin renewed when it expires). No watch, no write: collect
-    only reads; a redirect is an error (the token would follow it)."""
+    (a token from an exec plugin renewed when it expires). No write: collect and record
+    only read (``record`` watches too, :meth:`watch`); a redirect is an error (the token
+    would follow it)."""
 
     def __init__(self, api: ApiServer, timeout: float = REQUEST_TIMEOUT) -> None:
         from kubernetes.client.rest import RESTClientObject
@@ -94,6 +95,45 @@ class Client:
             return json.loads(answer.data)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ApiError(path, None, f"not JSON: {exc}") from None
+
+    def watch(self, path: str, read_timeout: float) -> Iterator[Any]:
+        """The events of a watch (``?watch=1``: one JSON document per line, as the API
+        server streams them) until the server ends it; :class:`ApiError` when it cannot be
+        opened, is cut off, or is silent for ``read_timeout`` seconds."""
+        from urllib3 import Timeout
+        from urllib3.exceptions import HTTPError
+
+        try:
+            headers = {"Accept": "application/json", **self._auth()}
+            answer = self._pool.request(
+                "GET",
+                self.api.server + path,
+                headers=headers,
+                timeout=Timeout(connect=self.timeout, read=read_timeout),
+                redirect=False,
+                retries=False,
+                preload_content=False,
+            )
+        except (HTTPError, OSError) as exc:
+            raise ApiError(path, None, str(getattr(exc, "reason", None) or exc)) from None
+        try:
+            if not 200 <= answer.status < 300:
+                raise ApiError(path, answer.status, _reason(answer.read(), answer.reason))
+            pending = b""
+            try:
+                for chunk in answer.stream(amt=None, decode_content=True):
+                    pending += chunk
+                    *lines, pending = pending.split(b"\n")
+                    for line in lines:
+                        if line.strip():
+                            yield json.loads(line)
+            except (HTTPError, OSError) as exc:
+                raise ApiError(path, None, f"watch cut off: {getattr(exc, 'reason', None) or exc}") from None
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise ApiError(path, None, f"not JSON: {exc}") from None
+        finally:  # (a watch left half-read is not a connection to use again)
+            answer.close()
+            answer.release_conn()
 
 
 def _reason(body: bytes, reason: str | None) -> str:
