@@ -1,5 +1,6 @@
 """``ledgerlet record``: a live cluster recorded into the event store as the inputs of a
-run, for as long as it runs (the first slice of the live flight recorder, issue 35).
+run, for as long as it runs (the live flight recorder's recording; the loops deciding
+alongside it are not built yet).
 
 Through the API server as ``collect`` reaches it: every kind a scenario models is listed,
 then watched from the list's resourceVersion (a dropped watch resumes from the last
