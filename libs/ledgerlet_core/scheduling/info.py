@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from ledgerlet_core.model.k8s.objects import Node, Pod, PodSpec, Taint, Toleration
 from ledgerlet_core.model.k8s.priority import pod_priority
 from ledgerlet_core.model.k8s.resources import pod_requests
+from ledgerlet_core.model.k8s.spec_memo import per_spec
 from ledgerlet_core.model.quantity import Quantity
 from ledgerlet_core.scheduling.terms import PLAIN, HostPort, PodScheduling, pod_scheduling
 
@@ -79,24 +80,21 @@ _BY_PARTS_KEPT = 4096
 _NONE: tuple[()] = ()
 
 
-#: the last requests and scheduling constraints by the spec object they were worked out
-#: for (pods of one template on one node share their admitted spec: scenario/pod_shapes.py)
-_REQUESTS_BY_SPEC: dict[int, tuple[PodSpec, tuple[dict[str, int], int, int]]] = {}
+#: the last scheduling constraints by the spec object they were worked out for (pods of
+#: one template on one node share their admitted spec: scenario/pod_shapes.py)
 _SCHED_BY_SPEC: dict[int, tuple[PodSpec, object, str | None, object, PodScheduling]] = {}
 
 
 def _shared_requests(pod: Pod) -> tuple[dict[str, int], int, int]:
     """:func:`_requests`, worked out once for pods made of the same parts (the dict is
     shared: a :class:`PodInfo`'s requests are never changed in place)."""
-    spec = pod.spec
-    hit = _REQUESTS_BY_SPEC.get(id(spec))
-    if hit is not None and hit[0] is spec:
-        return hit[1]
-    if len(_REQUESTS_BY_SPEC) >= _BY_PARTS_KEPT:
-        _REQUESTS_BY_SPEC.clear()
-    value = _requests_by_parts(pod)
-    _REQUESTS_BY_SPEC[id(spec)] = (spec, value)
-    return value
+    return _spec_requests(pod.spec)
+
+
+@per_spec
+def _spec_requests(spec: PodSpec) -> tuple[dict[str, int], int, int]:
+    # (what a pod asks for follows from its spec alone)
+    return _requests_by_parts(Pod(spec=spec))
 
 
 def _requests_by_parts(pod: Pod) -> tuple[dict[str, int], int, int]:
