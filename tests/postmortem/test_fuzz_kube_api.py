@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 import requests
-import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
@@ -39,6 +38,8 @@ def _call(case: Any, base_url: str) -> tuple[int, str, bytes]:
 
 @pytest.mark.slow  # (a minute and a half of generated requests: in make test, not make check)
 def test_no_request_fails_the_facade(audit_server: str) -> None:  # noqa: F811
+    import schemathesis  # (here: a second of imports for every test process that collects this file)
+
     schema = schemathesis.openapi.from_dict(document())
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 15
