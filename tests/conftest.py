@@ -9,9 +9,13 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import asyncpg
 import pytest
+
+if TYPE_CHECKING:
+    from tests.support.cli import Command
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -137,3 +141,11 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.section("compose stack figures")
         for name, value in FIGURES.items():
             terminalreporter.write_line(f"{name}: {value}")
+
+
+@pytest.fixture
+def ledgerlet(capsys: pytest.CaptureFixture[str]) -> Command:
+    """The command line in this process (``tests/support/cli.py``): ``ledgerlet(*args, cwd=...)``."""
+    from tests.support.cli import in_process
+
+    return in_process(capsys)

@@ -8,8 +8,6 @@ import asyncio
 import errno
 import os
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,19 +15,15 @@ import pytest
 from ledgerlet_store.runs import run_states
 from ledgerlet_store.store import open_store
 from tests.conftest import EXAMPLES
+from tests.support.cli import Command, Result
 from tests.support.mounts import tmpfs
 
 SCENARIO = EXAMPLES / "memory-pressure.yaml"
 
 
-def ledgerlet(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "ledgerlet_services.app.cli", *args]
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300)
-
-
 def run(
-    log: Path | str, dsn: str, tmp_path: Path, *extra: str, scenario: Path = SCENARIO
-) -> subprocess.CompletedProcess[str]:
+    ledgerlet: Command, log: Path | str, dsn: str, tmp_path: Path, *extra: str, scenario: Path = SCENARIO
+) -> Result:
     return ledgerlet("run", str(scenario), "--decisions", str(log), "--store", dsn, "--quiet", *extra, cwd=tmp_path)
 
 
@@ -55,7 +49,7 @@ def _device(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize("kind", ["device", "fifo", "directory", "link-to-fifo"])
-def test_a_device_fifo_or_directory_is_refused_before_the_run(kind: str, tmp_path: Path) -> None:
+def test_a_device_fifo_or_directory_is_refused_before_the_run(kind: str, ledgerlet: Command, tmp_path: Path) -> None:
     if kind == "device":
         target = _device(tmp_path)
     elif kind == "fifo":
@@ -70,7 +64,7 @@ def test_a_device_fifo_or_directory_is_refused_before_the_run(kind: str, tmp_pat
         target.symlink_to(tmp_path / "pipe")
     before = os.stat(target)
     dsn = f"sqlite:///{tmp_path / 's.db'}"
-    res = run(target, dsn, tmp_path)
+    res = run(ledgerlet, target, dsn, tmp_path)
     assert res.returncode == 2, res.stdout + res.stderr
     assert "only a regular file or a new path is written" in res.stderr and "Traceback" not in res.stderr
     after = os.stat(target)
@@ -78,20 +72,20 @@ def test_a_device_fifo_or_directory_is_refused_before_the_run(kind: str, tmp_pat
     assert not (tmp_path / "s.db").exists()  # refused before anything ran
 
 
-def test_the_stores_own_file_and_the_scenario_are_refused(tmp_path: Path) -> None:
+def test_the_stores_own_file_and_the_scenario_are_refused(ledgerlet: Command, tmp_path: Path) -> None:
     """--decisions naming the store's SQLite file destroyed every run in it, exit 0; naming
     the scenario overwrote it."""
     dsn = f"sqlite:///{tmp_path / 's.db'}"
-    assert run(tmp_path / "first.jsonl", dsn, tmp_path, "--run-id", "first").returncode == 0
+    assert run(ledgerlet, tmp_path / "first.jsonl", dsn, tmp_path, "--run-id", "first").returncode == 0
     for target in (tmp_path / "s.db", tmp_path / "." / "s.db"):
-        res = run(target, dsn, tmp_path, "--run-id", "second")
+        res = run(ledgerlet, target, dsn, tmp_path, "--run-id", "second")
         assert res.returncode == 2 and "the store's own file" in res.stderr, res.stderr
     (tmp_path / "alias.db").symlink_to(tmp_path / "s.db")
-    assert "the store's own file" in run(tmp_path / "alias.db", dsn, tmp_path).stderr
+    assert "the store's own file" in run(ledgerlet, tmp_path / "alias.db", dsn, tmp_path).stderr
     assert runs(dsn) == {"first": "completed"}
     scenario = tmp_path / "mine.yaml"
     scenario.write_text(SCENARIO.read_text())
-    res = run(scenario, dsn, tmp_path, scenario=scenario)
+    res = run(ledgerlet, scenario, dsn, tmp_path, scenario=scenario)
     assert res.returncode == 2 and "is the scenario" in res.stderr, res.stderr
     assert scenario.read_text() == SCENARIO.read_text()
     # the post-mortem commands' outputs too
@@ -102,7 +96,7 @@ def test_the_stores_own_file_and_the_scenario_are_refused(tmp_path: Path) -> Non
     assert runs(dsn) == {"first": "completed"}
 
 
-def test_import_never_writes_over_a_recording_it_reads(tmp_path: Path) -> None:
+def test_import_never_writes_over_a_recording_it_reads(ledgerlet: Command, tmp_path: Path) -> None:
     from tests.conftest import ROOT
 
     dump = tmp_path / "nodes.yaml"
@@ -112,27 +106,27 @@ def test_import_never_writes_over_a_recording_it_reads(tmp_path: Path) -> None:
     assert dump.read_bytes() == (ROOT / "tests/data/recordings/kind-v1.31/kubectl-get-nodes-pods.yaml").read_bytes()
 
 
-def test_a_folder_that_cannot_be_written_ends_the_command_before_the_run(tmp_path: Path) -> None:
+def test_a_folder_that_cannot_be_written_ends_the_command_before_the_run(ledgerlet: Command, tmp_path: Path) -> None:
     """Found out only after the run, it cost the run's time and ended in a traceback."""
     dsn = f"sqlite:///{tmp_path / 's.db'}"
-    res = run("/proc/ledgerlet-decisions.jsonl", dsn, tmp_path)  # (no one may create files in /proc)
+    res = run(ledgerlet, "/proc/ledgerlet-decisions.jsonl", dsn, tmp_path)  # (no one may create files in /proc)
     assert res.returncode == 2 and "cannot write in /proc" in res.stderr, res.stderr
     assert not (tmp_path / "s.db").exists()
     with tmpfs(tmp_path / "ro") as mount:
         mount.read_only()
-        res = run(mount.path / "d.jsonl", dsn, tmp_path)
+        res = run(ledgerlet, mount.path / "d.jsonl", dsn, tmp_path)
         assert res.returncode == 2 and "Read-only file system" in res.stderr, res.stderr
         assert not (tmp_path / "s.db").exists()
 
 
-def test_a_link_to_a_regular_file_replaces_that_file(tmp_path: Path) -> None:
+def test_a_link_to_a_regular_file_replaces_that_file(ledgerlet: Command, tmp_path: Path) -> None:
     (tmp_path / "logs").mkdir()
     real = tmp_path / "logs" / "real.jsonl"
     real.write_text("old\n")
     real.chmod(0o640)
     link = tmp_path / "latest.jsonl"
     link.symlink_to(real)
-    res = run(link, f"sqlite:///{tmp_path / 's.db'}", tmp_path)
+    res = run(ledgerlet, link, f"sqlite:///{tmp_path / 's.db'}", tmp_path)
     assert res.returncode == 0, res.stderr
     assert link.is_symlink() and real.read_text().count("\n") == 10
     assert stat.S_IMODE(real.stat().st_mode) == 0o640  # (the file's own mode is kept)
@@ -155,23 +149,25 @@ def _fill(folder: Path, leave: int = 4096) -> None:
     os.truncate(ballast, ballast.stat().st_size - leave)
 
 
-def test_a_log_that_cannot_be_written_after_the_run_leaves_the_run_stored_and_says_so(tmp_path: Path) -> None:
+def test_a_log_that_cannot_be_written_after_the_run_leaves_the_run_stored_and_says_so(
+    ledgerlet: Command, tmp_path: Path
+) -> None:
     """A full disk when the log is written: the run is stored (completed), the command
     says so and how to write the log, exits 1, with no traceback and no .tmp left; the
     way it names writes the log of an uninterrupted run."""
     dsn = f"sqlite:///{tmp_path / 's.db'}"
     with tmpfs(tmp_path / "full", size="1m") as mount:
         _fill(mount.path)
-        res = run(mount.path / "d.jsonl", dsn, tmp_path, "--run-id", "full")
+        res = run(ledgerlet, mount.path / "d.jsonl", dsn, tmp_path, "--run-id", "full")
         assert res.returncode == 1, res.stdout + res.stderr
         said = " ".join(res.stderr.split())
         assert "run full is stored in" in said and "No space left on device" in said, said
         assert "--run-id full" in said and "Traceback" not in said
         assert sorted(p.name for p in mount.path.iterdir()) == ["ballast"]
     assert runs(dsn) == {"full": "completed"}
-    again = run(tmp_path / "again.jsonl", dsn, tmp_path, "--run-id", "full")
+    again = run(ledgerlet, tmp_path / "again.jsonl", dsn, tmp_path, "--run-id", "full")
     assert again.returncode == 0, again.stderr
-    clean = run(tmp_path / "clean.jsonl", f"sqlite:///{tmp_path / 'clean.db'}", tmp_path, "--run-id", "full")
+    clean = run(ledgerlet, tmp_path / "clean.jsonl", f"sqlite:///{tmp_path / 'clean.db'}", tmp_path, "--run-id", "full")
     assert clean.returncode == 0
     assert (tmp_path / "again.jsonl").read_bytes() == (tmp_path / "clean.jsonl").read_bytes()
 

@@ -3,15 +3,32 @@ history and explanation, a node's timeline, problem+json errors, bearer tokens."
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
 
 from ledgerlet_services.audit.http_api import create_app
-from tests.postmortem.conftest import EVICTED, RUN
+from tests.conftest import fresh_pg_database
+from tests.postmortem.conftest import EVICTED, RUN, record
 
 TOKEN = "s3cret-token"
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def recorded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The incident recorded once for the whole file on each store: the audit API only
+    reads (it opens the store for reading), so no test sees another's."""
+    if request.param == "sqlite":
+        dsn = f"sqlite:///{tmp_path_factory.mktemp('audit') / 'events.db'}"
+        asyncio.run(record(dsn))
+        yield dsn
+    else:
+        request.getfixturevalue("pg_server")
+        with fresh_pg_database() as dsn:
+            asyncio.run(record(dsn))
+            yield dsn
 
 
 @pytest.fixture

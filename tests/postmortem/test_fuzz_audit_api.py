@@ -17,7 +17,6 @@ from typing import Any
 
 import httpx
 import pytest
-import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
@@ -80,6 +79,8 @@ def audit_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
 
 @pytest.fixture(scope="module")
 def api_schema(audit_server: str) -> Any:
+    import schemathesis  # (here, not at the top: a second of imports for every test process that collects this file)
+
     return schemathesis.openapi.from_url(f"{audit_server}/openapi.json")
 
 
@@ -92,6 +93,7 @@ def test_no_request_fails_the_server(api_schema: Any) -> None:
     # the document promises the codes the server gives: problem+json 400, never FastAPI's 422
     assert not [o for o in operations if "422" in o.definition.raw.get("responses", {})]
     statuses: dict[int, int] = {}
+    import schemathesis
 
     for operation, mode in [(o, m) for o in operations for m in schemathesis.GenerationMode]:
 

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 import requests
-import schemathesis
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import Unsatisfiable
@@ -21,6 +20,7 @@ from hypothesis.errors import Unsatisfiable
 from tests.postmortem.conftest import EVICTED, RUN
 from tests.postmortem.kube_openapi import document
 from tests.postmortem.test_fuzz_audit_api import NODE, audit_server  # noqa: F401  (the server, on each store)
+from tests.support.tiers import slow_unless
 
 EXAMPLES_PER_OPERATION = 25
 #: a watch that is answered 200 streams until its timeout: its head is enough
@@ -39,6 +39,8 @@ def _call(case: Any, base_url: str) -> tuple[int, str, bytes]:
 
 @pytest.mark.slow  # (a minute and a half of generated requests: in make test, not make check)
 def test_no_request_fails_the_facade(audit_server: str) -> None:  # noqa: F811
+    import schemathesis  # (here: a second of imports for every test process that collects this file)
+
     schema = schemathesis.openapi.from_dict(document())
     operations = [result.ok() for result in schema.get_all_operations()]
     assert len(operations) >= 15
@@ -92,6 +94,13 @@ def test_no_request_fails_the_facade(audit_server: str) -> None:  # noqa: F811
     print(f"fuzzed {sum(statuses.values())} requests: {dict(sorted(statuses.items()))}")
 
 
+#: the server on SQLite in the quick tier, on PostgreSQL too in make test: what is tried
+#: here is the HTTP layer's reading of a request, before any store is asked
+SERVER_ON_SQLITE_QUICK = pytest.mark.parametrize(
+    "audit_server", slow_unless(["sqlite", "postgresql"], quick={"sqlite"}), indirect=True
+)
+
+
 @pytest.mark.parametrize(
     ("query", "status"),
     [
@@ -105,6 +114,7 @@ def test_no_request_fails_the_facade(audit_server: str) -> None:  # noqa: F811
         ("labelSelector=x%3E%D9%A3", 400),  # an Arabic-Indic three: no digit to Go
     ],
 )
+@SERVER_ON_SQLITE_QUICK
 def test_the_reproductions_each_get_a_status(audit_server: str, query: str, status: int) -> None:  # noqa: F811
     answer = requests.get(f"{audit_server}/k8s/{RUN}/end/api/v1/pods?{query}", timeout=30)
     assert answer.status_code == status, answer.text[:300]
@@ -115,6 +125,7 @@ def test_the_reproductions_each_get_a_status(audit_server: str, query: str, stat
 @pytest.mark.parametrize(
     "path", ["/k8s/x%00/end/api/v1/pods", "/k8s/x%0A/end/api/v1/pods", "/k8s/x/end/api/v1/po%0Ads"]
 )
+@SERVER_ON_SQLITE_QUICK
 def test_paths_holding_nul_or_a_newline_get_a_status(audit_server: str, path: str) -> None:  # noqa: F811
     answer = requests.get(audit_server + path, timeout=30)
     assert answer.status_code in (400, 404), answer.text[:300]

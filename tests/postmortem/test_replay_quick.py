@@ -8,8 +8,10 @@ again, so that is caught too."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ from ledgerlet_store.schema import events
 from ledgerlet_store.store import open_store
 from tests.golden.cases import ROOT, RUN_ID, cases
 from tests.golden.replay_case import decision_log
+from tests.support.recordings import pg_copy, pg_template, record_once
 
 
 async def _both_ways(dsn: str) -> tuple[Replay, Replay]:
@@ -72,10 +75,21 @@ async def _record_fleet(dsn: str, **kubelet: Any) -> None:
         await run_embedded(load_scenario(_fleet(**kubelet), "fleet.yaml"), store, run=RUN_ID)
 
 
+@pytest.fixture(scope="session")
+def pg_fleet(pg_server: str) -> Iterator[str]:
+    """A PostgreSQL database holding the fleet's run, which this test process's tests copy."""
+    with pg_template(_record_fleet) as dsn:
+        yield dsn
+
+
 @pytest.fixture
-async def fleet(store_dsn: str) -> str:
-    """A store (SQLite, then PostgreSQL) with the fleet recorded as run ``RUN_ID``."""
-    await _record_fleet(store_dsn)
+def fleet(store_dsn: str, request: pytest.FixtureRequest) -> str:
+    """A store (SQLite, then PostgreSQL) with the fleet recorded as run ``RUN_ID``: a copy
+    of this process's recording (``tests/support/recordings.py``)."""
+    if store_dsn.startswith("sqlite"):
+        asyncio.run(record_once(store_dsn, "fleet", _record_fleet))
+    else:
+        pg_copy(store_dsn, request.getfixturevalue("pg_fleet"))
     return store_dsn
 
 

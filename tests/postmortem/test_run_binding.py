@@ -6,8 +6,6 @@ thousands of mismatches). Run ids are ones the store can keep on every backend."
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,19 +14,13 @@ import sqlalchemy as sa
 from ledgerlet_store.schema import events, observation_members
 from ledgerlet_store.store import open_store
 from tests.conftest import EXAMPLES
+from tests.support.cli import Command, Result
 
 MEMORY = EXAMPLES / "memory-pressure.yaml"
 SOFT = EXAMPLES / "soft-eviction.yaml"
 
 
-def ledgerlet(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    cmd = [sys.executable, "-m", "ledgerlet_services.app.cli", *args]
-    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=300)
-
-
-def run(
-    scenario: Path, dsn: str, tmp_path: Path, *extra: str, log: str = "d.jsonl"
-) -> subprocess.CompletedProcess[str]:
+def run(ledgerlet: Command, scenario: Path, dsn: str, tmp_path: Path, *extra: str, log: str = "d.jsonl") -> Result:
     return ledgerlet(
         "run", str(scenario), "--decisions", str(tmp_path / log), "--store", dsn, "--quiet", *extra, cwd=tmp_path
     )
@@ -55,13 +47,13 @@ def single(text: str) -> str:
 
 @pytest.mark.parametrize("ended", ["completed", "killed"])
 def test_another_scenario_under_a_stored_run_id_is_refused_naming_both(
-    ended: str, store_dsn: str, tmp_path: Path
+    ended: str, ledgerlet: Command, store_dsn: str, tmp_path: Path
 ) -> None:
-    assert run(MEMORY, store_dsn, tmp_path, "--run-id", "r1").returncode == 0
+    assert run(ledgerlet, MEMORY, store_dsn, tmp_path, "--run-id", "r1").returncode == 0
     if ended == "killed":
         asyncio.run(_cut_off(store_dsn, "r1"))
     stored = asyncio.run(_count(store_dsn))
-    res = run(SOFT, store_dsn, tmp_path, "--run-id", "r1", log="other.jsonl")
+    res = run(ledgerlet, SOFT, store_dsn, tmp_path, "--run-id", "r1", log="other.jsonl")
     assert res.returncode == 2, res.stdout + res.stderr
     said = single(res.stderr)
     assert f"was started from {MEMORY} (sha256 " in said and f"not {SOFT} (sha256 " in said, said
@@ -69,48 +61,57 @@ def test_another_scenario_under_a_stored_run_id_is_refused_naming_both(
     assert asyncio.run(_count(store_dsn)) == stored  # nothing of the other scenario stored
     assert not (tmp_path / "other.jsonl").exists()
     if ended == "killed":  # the right scenario still completes it
-        assert run(MEMORY, store_dsn, tmp_path, "--run-id", "r1", log="resumed.jsonl").returncode == 0
+        assert run(ledgerlet, MEMORY, store_dsn, tmp_path, "--run-id", "r1", log="resumed.jsonl").returncode == 0
     verify = ledgerlet("replay", "--verify", "--run", "r1", "--store", store_dsn, cwd=tmp_path)
     assert verify.returncode == 0 and "verified" in verify.stdout, verify.stdout + verify.stderr
 
 
-def test_the_same_scenario_with_other_options_is_refused(tmp_path: Path) -> None:
+def test_the_same_scenario_with_other_options_is_refused(ledgerlet: Command, tmp_path: Path) -> None:
     dsn = f"sqlite:///{tmp_path / 's.db'}"
-    assert run(MEMORY, dsn, tmp_path, "--run-id", "r1").returncode == 0
-    by_node = run(MEMORY, dsn, tmp_path, "--run-id", "r1", "--order-by-node")
+    assert run(ledgerlet, MEMORY, dsn, tmp_path, "--run-id", "r1").returncode == 0
+    by_node = run(ledgerlet, MEMORY, dsn, tmp_path, "--run-id", "r1", "--order-by-node")
     assert by_node.returncode == 2 and "was started without --order-by-node" in single(by_node.stderr)
-    full = run(MEMORY, dsn, tmp_path, "--run-id", "r1", "--store-observations", "full")
+    full = run(ledgerlet, MEMORY, dsn, tmp_path, "--run-id", "r1", "--store-observations", "full")
     assert full.returncode == 2 and "was started with --store-observations node" in single(full.stderr)
-    same = run(MEMORY, dsn, tmp_path, "--run-id", "r1", log="again.jsonl")  # a copy of the file is the same
+    same = run(ledgerlet, MEMORY, dsn, tmp_path, "--run-id", "r1", log="again.jsonl")  # a copy of the file is the same
     assert same.returncode == 0, same.stderr
     assert (tmp_path / "again.jsonl").read_bytes() == (tmp_path / "d.jsonl").read_bytes()
 
 
+SLOW = pytest.mark.slow
+RUN_IDS = [
+    ("x" * 65, "65 characters; a run id has at most 64"),
+    ("a/b", "a run id is letters, digits"),
+    ("-rf", "a run id is letters, digits"),
+    ("caf\u00e9", "a run id is letters, digits"),
+    ("latest", "the newest completed run"),
+]
+
+
 @pytest.mark.parametrize(
-    ("run_id", "said"),
+    ("store_dsn", "run_id", "said"),
     [
-        ("x" * 65, "65 characters; a run id has at most 64"),
-        ("a/b", "a run id is letters, digits"),
-        ("-rf", "a run id is letters, digits"),
-        ("caf\u00e9", "a run id is letters, digits"),
-        ("latest", "the newest completed run"),
+        *[pytest.param("sqlite", run_id, said) for run_id, said in RUN_IDS],
+        # on PostgreSQL the one it failed mid-run with in the quick tier, every one in make test
+        *[pytest.param("postgresql", *case, marks=() if i == 0 else SLOW) for i, case in enumerate(RUN_IDS)],
     ],
+    indirect=["store_dsn"],
 )
 def test_run_ids_the_store_cannot_keep_are_refused_before_the_run(
-    run_id: str, said: str, store_dsn: str, tmp_path: Path
+    run_id: str, said: str, ledgerlet: Command, store_dsn: str, tmp_path: Path
 ) -> None:
     """Over 64 characters it failed mid-run, on PostgreSQL only."""
-    res = run(MEMORY, store_dsn, tmp_path, f"--run-id={run_id}")
+    res = run(ledgerlet, MEMORY, store_dsn, tmp_path, f"--run-id={run_id}")
     assert res.returncode == 2 and said in single(res.stderr), res.stderr
     assert not (tmp_path / "d.jsonl").exists()
     if store_dsn.startswith("sqlite"):
         assert not (tmp_path / "events.db").exists()
-    assert run(MEMORY, store_dsn, tmp_path, "--run-id", "x" * 64).returncode == 0  # the longest it keeps
+    assert run(ledgerlet, MEMORY, store_dsn, tmp_path, "--run-id", "x" * 64).returncode == 0  # the longest it keeps
 
 
-def test_whatif_save_as_is_a_run_id_too(tmp_path: Path) -> None:
+def test_whatif_save_as_is_a_run_id_too(ledgerlet: Command, tmp_path: Path) -> None:
     dsn = f"sqlite:///{tmp_path / 's.db'}"
-    assert run(MEMORY, dsn, tmp_path, "--run-id", "r1").returncode == 0
+    assert run(ledgerlet, MEMORY, dsn, tmp_path, "--run-id", "r1").returncode == 0
     res = ledgerlet(
         "whatif", "--store", dsn, "--set", "evictionHard.memory.available=1Gi", "--save-as", "y" * 65, cwd=tmp_path
     )

@@ -22,8 +22,9 @@ from ledgerlet_core.scheduling.status import FITS, NodeStatus
 from ledgerlet_core.scheduling.table import NodeTable, supports
 from ledgerlet_core.scheduling.vector import filter_all, node_masks, nominated_load, score_all
 from tests.scheduling.test_vector_cycle import default_selector, make_cluster, make_pod
+from tests.support.tiers import seeds
 
-SEEDS = range(100)
+SEEDS = seeds(100, quick=20)  # (every one in make test)
 
 
 def _case(seed: int) -> tuple[random.Random, list[NodeInfo], dict[str, list[PodInfo]], PodInfo, NodeTable, PodIndex]:

@@ -22,6 +22,7 @@ from ledgerlet_core.scheduling.index import PodIndex
 from ledgerlet_core.scheduling.info import NodeInfo, PodInfo, pod_info
 from ledgerlet_core.scheduling.preemption import PDB
 from ledgerlet_core.scheduling.table import NodeTable
+from tests.support.tiers import seeds
 
 GI = 2**30 * 10**9  # memory in nanos
 TAINTS = [
@@ -241,7 +242,7 @@ def essentials(r: CycleResult) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("seed", range(600))
+@pytest.mark.parametrize("seed", seeds(600, quick=100))
 def test_the_vector_cycle_decides_as_the_node_by_node_one(seed: int) -> None:
     rng = random.Random(seed)
     nodes, nominated, pdbs = make_cluster(rng)
@@ -261,7 +262,7 @@ def test_a_fractional_byte_keeps_the_cycle_node_by_node() -> None:
     assert not NodeTable.build([node]).exact
 
 
-@pytest.mark.parametrize("seed", range(200))
+@pytest.mark.parametrize("seed", seeds(200, quick=40))
 def test_victims_by_arithmetic_are_the_dry_runs_victims(seed: int) -> None:
     from ledgerlet_core.scheduling.preemption import select_victims_on_node
 
@@ -279,7 +280,7 @@ def test_victims_by_arithmetic_are_the_dry_runs_victims(seed: int) -> None:
             assert fast == slow
 
 
-@pytest.mark.parametrize("seed", range(100))
+@pytest.mark.parametrize("seed", seeds(100, quick=20))
 def test_kept_dry_runs_decide_as_fresh_ones_while_nodes_change(seed: int) -> None:
     """Preemption with kept dry runs, attempt after attempt as pods come and go, against
     preemption that runs every dry run afresh."""
@@ -323,7 +324,7 @@ def _place_alike(
     return int(plain.next_start)
 
 
-@pytest.mark.parametrize("seed", range(100))
+@pytest.mark.parametrize("seed", seeds(100, quick=20))
 def test_kept_score_columns_decide_as_fresh_ones_while_pods_bind(seed: int) -> None:
     """Pods of a few recurring shapes placed one after another, each bound where the cycle
     put it (rows refreshed as the cache refreshes them): the vector cycle, which keeps
@@ -340,7 +341,7 @@ def test_kept_score_columns_decide_as_fresh_ones_while_pods_bind(seed: int) -> N
         start = _place_alike(rng.choice(shapes), attempt, start, nodes, table, index, settings)
 
 
-@pytest.mark.parametrize("seed", range(60))
+@pytest.mark.parametrize("seed", seeds(60, quick=12))
 def test_per_domain_counts_kept_while_pods_come_and_go_are_fresh_ones(seed: int) -> None:
     """Pods placed one after another and others removed, the cache's index moved by each:
     the vector cycle (InterPodAffinity's PreFilter reading the index's counts per domain,
@@ -373,7 +374,7 @@ def test_per_domain_counts_kept_while_pods_come_and_go_are_fresh_ones(seed: int)
             assert index.per_domain(d, key, match).tolist() == fresh.per_domain(d, key, match).tolist()
 
 
-@pytest.mark.parametrize("seed", range(100))
+@pytest.mark.parametrize("seed", seeds(100, quick=20))
 def test_the_table_built_at_once_is_the_table_built_row_by_row(seed: int) -> None:
     """``NodeTable.build`` fills every column at once: the same columns and interned sets
     as refreshing each row in turn."""

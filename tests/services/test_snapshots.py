@@ -43,6 +43,7 @@ from ledgerlet_store.snapshots import StoredSnapshot
 from ledgerlet_store.sql_store import SqlEventStore
 from ledgerlet_store.store import open_store
 from tests.conftest import EXAMPLES
+from tests.support.tiers import slow_unless
 from tests.support.waiting import Turns, until
 
 EXAMPLE_FILES = sorted(p.name for p in EXAMPLES.glob("*.yaml"))
@@ -149,7 +150,7 @@ async def test_a_restored_loop_decides_what_the_uninterrupted_one_decides(kind: 
     assert compared, f"{kind.name} decides nothing after a restore in any example"
 
 
-@pytest.mark.parametrize("example", EXAMPLE_FILES)
+@pytest.mark.parametrize("example", slow_unless(EXAMPLE_FILES, quick={"memory-pressure.yaml"}))
 @pytest.mark.parametrize("kind", CONTROL_LOOPS, ids=lambda k: k.name)
 async def test_what_a_restored_loop_had_handled_is_known_as_handled(
     example: str, kind: type[Loop], tmp_path: Path

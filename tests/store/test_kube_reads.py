@@ -5,7 +5,9 @@ and pages of events by keyset cursor through batches' members."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
@@ -18,6 +20,8 @@ from ledgerlet_store.batches import order_key
 from ledgerlet_store.contract import StoredEvent
 from ledgerlet_store.kube_reads import KubeReads
 from ledgerlet_store.sql_store import SqlEventStore
+from ledgerlet_store.store import open_store
+from tests.conftest import fresh_pg_database
 from tests.store.conftest import S, applied, batched, pod_object
 
 RUN = "k"
@@ -59,9 +63,28 @@ async def _before(store: SqlEventStore, a: str, b: str) -> bool:
         return bool((await conn.execute(sa.select(sa.literal(a) < sa.literal(b)))).scalar_one())
 
 
+@pytest.fixture(scope="module", params=["sqlite", "postgresql", "postgresql-icu"])
+def collated_dsn(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """tests/store/conftest.py's stores, each made and given the run once for the whole
+    file: its tests only read."""
+    if request.param == "sqlite":
+        dsn = f"sqlite:///{tmp_path_factory.mktemp('kube-reads') / 'events.db'}"
+        asyncio.run(_fill(dsn))
+        yield dsn
+        return
+    request.getfixturevalue("pg_server")
+    with fresh_pg_database("en-US" if request.param.endswith("icu") else None) as dsn:
+        asyncio.run(_fill(dsn))
+        yield dsn
+
+
+async def _fill(dsn: str) -> None:
+    async with await open_store(dsn) as store:
+        await store.append_batch(_run())
+
+
 @pytest.fixture
-async def filled(collated_store: SqlEventStore) -> KubeReads:
-    await collated_store.append_batch(_run())
+def filled(collated_store: SqlEventStore) -> KubeReads:
     return KubeReads(collated_store)
 
 

@@ -15,6 +15,7 @@ from ledgerlet_store.dsn import BadAddress, check_address
 from ledgerlet_store.store import open_store
 from tests.conftest import EXAMPLES
 from tests.support.audit_server import serving
+from tests.support.cli import Command
 from tests.support.mounts import tmpfs
 
 LOSING = [
@@ -32,7 +33,8 @@ LOSING = [
 ]
 
 
-def ledgerlet(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+def in_a_process(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """A command that serves when it fails to refuse: in a process of its own, ended by a timeout."""
     cmd = [sys.executable, "-m", "ledgerlet_services.app.cli", *args]
     return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=120)
 
@@ -57,7 +59,9 @@ def test_sqlite_files_are_checked_for_what_the_command_does(tmp_path: Path) -> N
 
 
 @pytest.mark.parametrize(("dsn", "said"), LOSING[:8])
-def test_run_refuses_them_with_exit_2_and_creates_nothing(dsn: str, said: str, tmp_path: Path) -> None:
+def test_run_refuses_them_with_exit_2_and_creates_nothing(
+    dsn: str, said: str, ledgerlet: Command, tmp_path: Path
+) -> None:
     log = tmp_path / "d.jsonl"
     res = ledgerlet(
         "run", str(EXAMPLES / "memory-pressure.yaml"), "--decisions", str(log), "--store", dsn, cwd=tmp_path
@@ -68,14 +72,14 @@ def test_run_refuses_them_with_exit_2_and_creates_nothing(dsn: str, said: str, t
 
 
 @pytest.mark.parametrize("command", [["runs"], ["replay"], ["explain", "default/db"], ["report", "--out", "r.html"]])
-def test_read_commands_refuse_a_missing_sqlite_file(command: list[str], tmp_path: Path) -> None:
+def test_read_commands_refuse_a_missing_sqlite_file(command: list[str], ledgerlet: Command, tmp_path: Path) -> None:
     res = ledgerlet(*command, "--store", f"sqlite:///{tmp_path / 'typo.db'}", cwd=tmp_path)
     assert res.returncode == 2 and "no store at" in res.stderr, res.stderr
     assert not (tmp_path / "typo.db").exists()
 
 
 def test_serve_refuses_a_missing_sqlite_file_instead_of_serving_an_empty_store(tmp_path: Path) -> None:
-    res = ledgerlet("serve", "--store", f"sqlite:///{tmp_path / 'typo.db'}", "--port", "1", cwd=tmp_path)
+    res = in_a_process("serve", "--store", f"sqlite:///{tmp_path / 'typo.db'}", "--port", "1", cwd=tmp_path)
     assert res.returncode == 2 and "no store at" in res.stderr, res.stderr
     assert not (tmp_path / "typo.db").exists()
     env = {**os.environ, "LEDGERLET_STORE": f"sqlite:///{tmp_path / 'typo.db'}"}
@@ -85,7 +89,7 @@ def test_serve_refuses_a_missing_sqlite_file_instead_of_serving_an_empty_store(t
 
 
 @pytest.mark.slow  # (waits out a store's stated wait, or mounts a filesystem)
-def test_a_store_on_a_read_only_filesystem_is_read_but_never_written(tmp_path: Path) -> None:
+def test_a_store_on_a_read_only_filesystem_is_read_but_never_written(ledgerlet: Command, tmp_path: Path) -> None:
     """It could not even be read (migrating takes the write lock; WAL wants its -shm file)."""
     with tmpfs(tmp_path / "ro") as mount:
         dsn = f"sqlite:///{mount.path / 'events.db'}"
