@@ -71,8 +71,7 @@ async def test_batch_across_streams_dedupes_within_and_against_the_store(store: 
     assert [g.version for g in await store.read_stream("run-a", "node/n1")] == [1, 2, 3, 4]
 
 
-async def test_global_positions_and_reading_by_position(collated_store: SqlEventStore) -> None:
-    store = collated_store
+async def test_global_positions_and_reading_by_position(store: SqlEventStore) -> None:
     await store.append_batch([ev(i) for i in range(5)])
     everything = await store.read_all()
     positions = [e.position for e in everything]
