@@ -58,31 +58,17 @@ def batched(singles: list[Envelope], bound: dict[str, str]) -> list[Envelope]:
     return list(iter_batched(singles, lambda e: bound.get(e.pod or "") if e.pod else None))
 
 
-COLLATIONS = ["sqlite", "postgresql", "postgresql-icu"]
-
-
-def _collated(request: pytest.FixtureRequest, directory: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{directory / 'events.db'}"
-        return
-    request.getfixturevalue("pg_server")
-    with fresh_pg_database("en-US" if request.param.endswith("icu") else None) as dsn:
-        yield dsn
-
-
-@pytest.fixture(params=COLLATIONS)
+@pytest.fixture(params=["sqlite", "postgresql", "postgresql-icu"])
 def collated_dsn(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """The reads whose answers depend on how text sorts run on SQLite (byte order),
     PostgreSQL with the C.UTF-8 collation (byte order) and with ICU's en-US (``a`` before
     ``B``, punctuation after letters' case)."""
-    yield from _collated(request, tmp_path)
-
-
-@pytest.fixture(scope="module", params=COLLATIONS)
-def module_collated_dsn(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """:func:`collated_dsn` for a module's tests that only read one store filled once (a
-    PostgreSQL database made and dropped costs a second or two)."""
-    yield from _collated(request, tmp_path_factory.mktemp("store"))
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path / 'events.db'}"
+        return
+    request.getfixturevalue("pg_server")
+    with fresh_pg_database("en-US" if request.param.endswith("icu") else None) as dsn:
+        yield dsn
 
 
 @pytest.fixture

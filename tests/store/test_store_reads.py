@@ -3,17 +3,17 @@ byte, PostgreSQL sorting it as ICU's en-US does), against an oracle made from th
 themselves: decision order (virtual time, then causal order, a cause's consequences before
 its next sibling, place 10 after place 2), keyset pages, batches read as their members,
 appends idempotent by id, and nothing at all for a run the store does not hold. The
-reads' tests share one store per backend (module-scoped: they only read it)."""
+reads' tests share one store per backend, filled once (they only read it)."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts.batch import BATCH, iter_batched
@@ -24,9 +24,8 @@ from ledgerlet_store.batches import order_key
 from ledgerlet_store.contract import StoredEvent
 from ledgerlet_store.sql_store import SqlEventStore
 from ledgerlet_store.store import open_store
+from tests.conftest import fresh_pg_database
 from tests.store.conftest import S, applied, ev, pod_object
-
-pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 RUN = "r"
 #: pods bound to n1 (stored in its batch), and one pending (stored alone); their byte
@@ -89,17 +88,35 @@ def _ordered(events: list[Envelope], keep: Callable[[Envelope], bool] = lambda e
     return [e.id for e in sorted(events, key=Envelope.sort_key) if keep(e)]
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def filled(module_collated_dsn: str) -> AsyncIterator[tuple[SqlEventStore, list[Envelope]]]:
-    """A store holding the run (stored shuffled) and another run like it, filled once for
-    the module's tests, which only read it."""
-    singles, fed = _history()
+@pytest.fixture(scope="module", params=["sqlite", "postgresql", "postgresql-icu"])
+def filled_dsn(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """tests/store/conftest.py's stores (``collated_dsn``), each made and given the runs once
+    for the whole file: the reads' tests only read."""
+    if request.param == "sqlite":
+        dsn = f"sqlite:///{tmp_path_factory.mktemp('store-reads') / 'events.db'}"
+        asyncio.run(_fill(dsn))
+        yield dsn
+        return
+    request.getfixturevalue("pg_server")
+    with fresh_pg_database("en-US" if request.param.endswith("icu") else None) as dsn:
+        asyncio.run(_fill(dsn))
+        yield dsn
+
+
+async def _fill(dsn: str) -> None:
+    """The run (stored shuffled) and another run like it."""
+    _, fed = _history()
     _, other = _history("other")
     rows = [*fed, *other]
     random.Random(7).shuffle(rows)
-    async with await open_store(module_collated_dsn) as store:
+    async with await open_store(dsn) as store:
         assert await store.append_batch(rows) == len(rows)
-        yield store, singles
+
+
+@pytest.fixture
+async def filled(filled_dsn: str) -> AsyncIterator[tuple[SqlEventStore, list[Envelope]]]:
+    async with await open_store(filled_dsn) as store:
+        yield store, _history()[0]
 
 
 async def test_every_read_gives_decision_order(filled: tuple[SqlEventStore, list[Envelope]]) -> None:
