@@ -293,12 +293,9 @@ class SqlEventStore(abc.ABC):
         if run is not None:
             q = q.where(events.c.run == run)
         q = window(q, t_from, t_to)
-        q = q.order_by(events.c.t, events.c.order_key, events.c.position)
-        rows = await self.fetch(q.limit(limit) if limit else q)
         if not in_batches(wanted):
-            return rows
-        found = in_decision_order(expanded(rows, lambda e: e.type in wanted))
-        return found[:limit] if limit else found
+            return await self.fetch(_first(q.order_by(events.c.t, events.c.order_key, events.c.position), limit))
+        return await self._members_in_order(q, lambda e: e.type in wanted, limit)
 
     async def read_run(self, run: str, *, kind: str | None = None) -> list[StoredEvent]:
         """A run's events in decision order (virtual time, then causal order)."""
@@ -444,13 +441,28 @@ class SqlEventStore(abc.ABC):
         if types:
             q = q.where(events.c.type.in_(with_batches(types)))
         q = window(q, t_from, t_to)
-        q = q.order_by(events.c.t, events.c.order_key)
-        rows = await self.fetch(q.limit(limit) if limit else q)
-        if not any(r.envelope.type == BATCH for r in rows):
-            return rows
-        # a batch's members stand where they would alone; no other event of the node falls
-        # between two of them, so the first ``limit`` of the expanded rows are the node's first
-        found = in_decision_order(expanded(rows, lambda e: e.node == node and (not types or e.type in types)))
+        return await self._members_in_order(q, lambda e: e.node == node and (not types or e.type in types), limit)
+
+    async def _members_in_order(
+        self, q: sa.Select[Any], keep: Callable[[Envelope], bool], limit: int | None
+    ) -> list[StoredEvent]:
+        """The rows ``q`` finds in decision order, each batch replaced by the members ``keep``
+        takes; the first ``limit`` of them. A batch's members stand where they would alone
+        and no other row falls between two of them, so pages of rows by keyset cursor give
+        the members in order; a page is read after another while a batch holds fewer of the
+        members wanted than its row took of the page (a batch of pods' objects, when their
+        usage is asked for)."""
+        q = q.order_by(events.c.t, events.c.order_key, events.c.position)
+        found: list[StoredEvent] = []
+        after: tuple[int, str, int] | None = None
+        while True:
+            rows = await self.fetch(_first(q if after is None else q.where(after_cursor(events, after)), limit))
+            found += expanded(rows, keep)
+            if not limit or len(found) >= limit or len(rows) < limit:
+                break
+            last = rows[-1]
+            after = (last.envelope.t, order_key(last.envelope.order), last.position)
+        found = in_decision_order(found)
         return found[:limit] if limit else found
 
     async def read_nodes(
@@ -565,6 +577,10 @@ def after_cursor(table: sa.Table, after: tuple[int, str, int]) -> sa.ColumnEleme
     return sa.tuple_(table.c.t, table.c.order_key, table.c.position) > sa.tuple_(
         sa.literal(t), sa.literal(key), sa.literal(position)
     )
+
+
+def _first(q: sa.Select[Any], limit: int | None) -> sa.Select[Any]:
+    return q.limit(limit) if limit else q
 
 
 def _id_in(ids: set[str]) -> Callable[[Envelope], bool]:

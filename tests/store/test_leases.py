@@ -126,6 +126,27 @@ async def test_presence_counts_the_live_processes_and_forgets_one_whose_session_
         await p.leave()
 
 
+async def test_presence_reads_the_leases_held_by_anyone_and_only_them(pg_database: str) -> None:
+    """What a pool reads to try only the free members: the leases' lock ids, whoever holds
+    them, not the pool's own presence locks; a released lease is gone from them."""
+    pool, other = Presence(pg_database, "ns.svc"), Presence(pg_database, "ns.other")
+    await pool.join()
+    await other.join()
+    a, b = Lease(pg_database, "ns.svc/a", every=0.1), Lease(pg_database, "ns.svc/b", every=0.1)
+    try:
+        assert await pool.leases_held() == set()
+        assert await a.try_once() and await b.try_once()
+        assert await pool.leases_held() == {lock_id("ns.svc/a"), lock_id("ns.svc/b")}
+        await a.release()
+        assert await other.leases_held() == {lock_id("ns.svc/b")}  # (read by any member)
+    finally:
+        for lease in (a, b):
+            await lease.release()
+        for p in (pool, other):
+            await p.leave()
+    assert not pool.joined
+
+
 async def test_presence_says_the_database_is_away_as_the_store_does() -> None:
     away = Presence("postgresql://postgres@127.0.0.1:1/nowhere", "ns.svc")
     with pytest.raises(StoreUnavailable):

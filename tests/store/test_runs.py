@@ -1,15 +1,27 @@
-"""The run registry (ledgerlet_store/runs.py) on SQLite and PostgreSQL: the runs a store
-holds, newest first, and where each is in its lifecycle."""
+"""The run registry (ledgerlet_store/runs.py) on SQLite and PostgreSQL (byte order and ICU's):
+the runs a store holds, newest first, and where each is in its lifecycle."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from ledgerlet_core.contracts import inputs as inp
 from ledgerlet_core.contracts import order
 from ledgerlet_core.contracts.internal import RUN_COMPLETED, RUN_FAILED, RunEnded
 from ledgerlet_core.contracts.registry import make_envelope
-from ledgerlet_store.runs import ABANDONED, ABANDONED_AFTER, COMPLETED, FAILED, RUNNING, pick_run, run_states, runs
+from ledgerlet_store.runs import (
+    ABANDONED,
+    ABANDONED_AFTER,
+    COMPLETED,
+    FAILED,
+    RUNNING,
+    UnknownRun,
+    pick_run,
+    run_states,
+    runs,
+)
 from ledgerlet_store.sql_store import SqlEventStore
 from tests.store.conftest import ev
 
@@ -35,7 +47,8 @@ def _ended(run: str, outcome: str, reason: str = "", at: int = 0) -> list:  # ty
     ]
 
 
-async def test_runs_come_newest_first_each_with_its_state(store: SqlEventStore) -> None:
+async def test_runs_come_newest_first_each_with_its_state(collated_store: SqlEventStore) -> None:
+    store = collated_store
     for run in ("done", "broke", "resumed", "cut"):
         await store.append_batch(_started(run))
     await store.append_batch(_ended("done", RUN_COMPLETED))
@@ -58,7 +71,9 @@ async def test_runs_come_newest_first_each_with_its_state(store: SqlEventStore) 
     assert later["done"].status == COMPLETED  # (an ended run is never abandoned)
     assert pick_run(list(later.values()), None).run == "resumed"  # latest: the newest completed run
     assert pick_run(list(later.values()), "bro").run == "broke"
+    with pytest.raises(UnknownRun, match="no run 'no-such-run'"):
+        pick_run(list(later.values()), "no-such-run")
 
 
-async def test_an_empty_store_holds_no_runs(store: SqlEventStore) -> None:
-    assert await runs(store) == [] and await run_states(store) == []
+async def test_an_empty_store_holds_no_runs(collated_store: SqlEventStore) -> None:
+    assert await runs(collated_store) == [] and await run_states(collated_store) == []

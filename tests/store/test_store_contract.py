@@ -2,7 +2,9 @@
 store (``SqlEventStore``: the append-only contract of contract.py and the reads on it),
 what a database that is away looks like (StoreUnavailable), and checkpoints. The run
 registry and the Kubernetes facade's reads have suites of their own (test_runs.py,
-test_kube_reads.py); test_every_read_is_in_a_contract_suite keeps the three whole."""
+test_kube_reads.py), and so have the reads' order, pages, batches and empty answers on
+each collation (test_store_reads.py); test_every_read_is_in_a_contract_suite keeps them
+whole."""
 
 from __future__ import annotations
 
@@ -239,7 +241,8 @@ async def test_input_batches_are_stored_as_one_row_and_read_as_their_members(sto
     assert {bytes(s.envelope.data) for s in cited} == {bytes(singles[2].data), bytes(singles[3].data)}
 
 
-async def test_a_snapshot_is_replaced_whole_and_read_back_as_saved(store: SqlEventStore) -> None:
+async def test_a_snapshot_is_replaced_whole_and_read_back_as_saved(collated_store: SqlEventStore) -> None:
+    store = collated_store
     from datetime import UTC, datetime
 
     from ledgerlet_store.snapshots import StoredSnapshot
@@ -354,7 +357,8 @@ async def test_a_recorded_runs_reads_are_what_its_whole_history_says(store: SqlE
     assert len([e for e in only if e.type != "PodAdmitted"]) == len([e for e in whole if e.type != "PodAdmitted"])
 
 
-async def test_the_store_answers_when_its_database_does(store: SqlEventStore) -> None:
+async def test_the_store_answers_when_its_database_does(collated_store: SqlEventStore) -> None:
+    store = collated_store
     await store.ping()
     assert store.describe() and "***" not in store.describe()
 
@@ -428,18 +432,26 @@ async def test_a_postgresql_server_that_goes_away_is_unavailable_until_it_is_bac
 
 def test_every_read_is_in_a_contract_suite() -> None:
     """Each public method of the store and of the facade's reads, and each function of the
-    run registry, is called by a contract suite (which run on every backend)."""
+    run registry, is called by a contract suite (which run on every backend); each of the
+    leases' and the pools' (PostgreSQL's advisory locks, which SQLite has no counterpart
+    of) by theirs."""
     import inspect
 
-    from ledgerlet_store import kube_reads, runs
+    from ledgerlet_store import kube_reads, leases, presence, runs
     from ledgerlet_store.sql_store import SqlEventStore
 
-    here = Path(__file__).parent
-    suites = "".join((here / f).read_text() for f in ("test_store_contract.py", "test_kube_reads.py", "test_runs.py"))
-    names = [n for n, _ in inspect.getmembers(SqlEventStore, inspect.isfunction) if not n.startswith("_")]
-    names += [n for n, _ in inspect.getmembers(kube_reads.KubeReads, inspect.isfunction) if not n.startswith("_")]
+    def public(cls: type) -> list[str]:
+        return [n for n, _ in inspect.getmembers(cls, inspect.isfunction) if not n.startswith("_")]
+
+    def uncalled(names: list[str], files: tuple[str, ...]) -> list[str]:
+        suites = "".join((Path(__file__).parent / f).read_text() for f in files)
+        return [n for n in names if not any(f"{c}{n}(" in suites for c in (".", " ", "("))]
+
+    names = public(SqlEventStore) + public(kube_reads.KubeReads)
     names += [n for n, f in inspect.getmembers(runs, inspect.isfunction) if f.__module__ == runs.__name__]
     # (what the reads are built of, called by every one of them)
     building_blocks = {"connect", "writing", "fetch", "batch_members_of"}
-    uncalled = [n for n in names if n not in building_blocks and not any(f"{c}{n}(" in suites for c in (".", " ", "("))]
-    assert not uncalled, f"not in a contract suite: {uncalled}"
+    suites = ("test_store_contract.py", "test_store_reads.py", "test_kube_reads.py", "test_runs.py")
+    missing = uncalled([n for n in names if n not in building_blocks], suites)
+    missing += uncalled(public(leases.Lease) + public(presence.Presence), ("test_leases.py",))
+    assert not missing, f"not in a contract suite: {missing}"
