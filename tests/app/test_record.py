@@ -23,9 +23,11 @@ from typing import Any
 import pytest
 import yaml
 
-from ledgerlet_core.contracts.inputs import StatsReported
-from ledgerlet_core.contracts.registry import decode_data
+from ledgerlet_core.contracts.inputs import ClusterEventObserved, KubeletConfigObserved, StatsReported
+from ledgerlet_core.contracts.order import INPUTS
+from ledgerlet_core.contracts.registry import decode_data, make_envelope
 from ledgerlet_core.scenario.documents import KubernetesLoader
+from ledgerlet_core.scenario.feed import routing
 from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_core.scenario.recording import build_scenario
 from ledgerlet_services.app.cli import main
@@ -686,5 +688,53 @@ async def test_a_kubelet_configuration_that_changes_is_stored_when_read_again(
         back = of_type(await again.read(), "KubeletConfigObserved")[-1]
         assert back.node == WORKER and back.config["evictionHard"]["memory.available"] == "500Mi"
         assert len(of_type(before, "KubeletConfigObserved")) == 1
+    finally:
+        await store.close()
+
+
+def test_the_loops_ignore_what_the_cluster_was_seen_to_do_and_replay_verifies(tmp_path: Path) -> None:
+    """A run whose inputs hold ClusterEventObserved and KubeletConfigObserved (as a live
+    recording's do, beside the stats of the same instant) re-derives the very decisions
+    it stored: no loop reads them, and no step is added for them."""
+    dsn = f"sqlite:///{tmp_path / 'e.db'}"
+    scenario = Path(__file__).parents[2] / "examples" / "disk-pressure-fluentd.yaml"
+    out = tmp_path / "d.jsonl"
+    assert main(["run", str(scenario), "--decisions", str(out), "--store", dsn, "--run-id", "r1", "--quiet"]) == 0
+    assert "Evicted" in out.read_text()  # (decisions to re-derive)
+    assert asyncio.run(_add_observed(dsn, "r1")) == 4
+    assert main(["replay", "--run", "r1", "--store", dsn, "--verify", "--no-progress"]) == 0
+
+
+async def _add_observed(dsn: str, run: str) -> int:
+    """An observed Evicted event and a changed kubelet configuration at two instants of
+    the run's stats, after the inputs already there; how many were stored."""
+    store = await open_store(dsn)
+    try:
+        inputs = await store.read_run(run, kind="input")
+        [started] = of_type(inputs, "ScenarioStarted")
+        node = started.node_order[0]
+        [ended] = [e.envelope.t for e in inputs if e.envelope.type == "ScenarioEnded"]
+        added = []
+        # beside the start's inputs, and at an instant of the run no input had
+        for t in (0, ended // 2 // 10**9 * 10**9 + 1_234_000_000):
+            last = max((e.envelope.order[-1] for e in inputs if e.envelope.t == t), default=-1)
+            seen = [
+                ClusterEventObserved(
+                    event="default/fluentd.1",
+                    reason="Evicted",
+                    type="Warning",
+                    message="The node was low on resource: ephemeral-storage.",
+                    kind="Pod",
+                    namespace="default",
+                    name="fluentd",
+                    component="kubelet",
+                    host=node,
+                ),
+                KubeletConfigObserved(node=node, config={"evictionHard": {"memory.available": "1Gi"}}),
+            ]
+            for i, data in enumerate(seen, start=last + 1):
+                stream, on, pod = routing(data)
+                added.append(make_envelope(data, run=run, t=t, order=[INPUTS, i], stream=stream, node=on, pod=pod))
+        return await store.append_batch(added)
     finally:
         await store.close()
