@@ -86,8 +86,8 @@ OBSERVED_REASONS: Final = frozenset(
         "Preempted",
         "OOMKilling",
         "SystemOOM",
-        # pressure conditions as the kubelet names their events, and as the brief of the
-        # condition (``NodeHas<Condition>``) would
+        # a pressure condition set or cleared, as the kubelet names its events, and the
+        # ``NodeHas<Condition>`` spellings of the same
         "NodeHasInsufficientMemory",
         "NodeHasSufficientMemory",
         "NodeHasMemoryPressure",
@@ -535,7 +535,8 @@ class LiveRecorder:
                         asyncio.wrap_future(pool.submit(self.stats_client.get, path), loop=loop), self.node_timeout
                     )
                 except (TimeoutError, ApiError) as exc:
-                    self._note(f"no kubelet configuration from {node} ({exc or 'no answer'})")
+                    why = str(exc) or f"no answer within {self.node_timeout:g}s"
+                    self._note(f"no kubelet configuration from {node} ({why})")
                     return None
             if not isinstance(doc, dict):
                 self._note(f"no kubelet configuration from {node} (not a configz document)")
