@@ -44,7 +44,7 @@ def test_compose_file_is_valid_compose_spec() -> None:
             source = volume.split(":")[0]
             if source.startswith("./deploy"):
                 assert (ROOT / source).exists(), f"{name}: {source}"
-            elif not source.startswith("./"):
+            elif not source.startswith(("./", "${")):  # (a path, or one the user gives: a bind mount)
                 assert source in compose["volumes"], f"{name}: named volume {source} is not declared"
 
 
@@ -105,6 +105,35 @@ def test_every_service_gives_up_stopping_before_compose_kills_it(override: str |
         budget = float(svc["environment"]["LEDGERLET_STOP_BUDGET"])
         grace = _seconds(svc["stop_grace_period"])
         assert 0 < budget <= grace - 2, f"{name}: budget {budget:g}s, grace {grace:g}s"
+
+
+def test_the_recorder_records_into_the_stacks_store_only_when_asked() -> None:
+    """``ledgerlet record`` runs under its own profile (``make up`` does not start it),
+    into the PostgreSQL the stack's services use, with the user's kubeconfig mounted
+    read-only from the path LEDGERLET_KUBECONFIG gives; its stop (the interval under way,
+    at most --node-timeout, then one write) ends before compose kills it."""
+    services = _compose()["services"]
+    rec = services["recorder"]
+    assert rec["profiles"] == ["record"]
+    assert all("profiles" not in svc for name, svc in services.items() if name != "recorder")
+    command = rec["command"]
+    assert command[0] == "record"
+    kubeconfig = command[command.index("--kubeconfig") + 1]
+    [(source, mode)] = [
+        (v.rsplit(":", 2)[0], v.rsplit(":", 2)[2]) for v in rec["volumes"] if v.rsplit(":", 2)[1] == kubeconfig
+    ]
+    assert mode == "ro"
+    assert re.fullmatch(r"\$\{LEDGERLET_KUBECONFIG(:-[^}]+)?\}", source), source
+    store = rec["environment"]["LEDGERLET_STORE"]
+    assert store == services["audit-api"]["environment"]["LEDGERLET_STORE"]
+    assert store.startswith("postgresql://") and "@postgres:" in store
+    assert rec["depends_on"]["postgres"]["condition"] == "service_healthy"
+    assert "kafka" not in rec["depends_on"]  # (no bus: it writes the store alone)
+    node_timeout = _seconds(command[command.index("--node-timeout") + 1])
+    assert node_timeout <= _seconds(rec["stop_grace_period"]) - 2
+    assert "LEDGERLET_STOP_BUDGET" not in rec["environment"]  # (record does not read it)
+    run = command[command.index("--run-id") + 1]
+    assert re.fullmatch(r"\$\{LEDGERLET_RECORD_RUN:-[a-z0-9][a-z0-9._-]*\}", run), run
 
 
 def test_kafka_runs_in_kraft_mode_with_the_official_image() -> None:

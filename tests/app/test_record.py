@@ -23,9 +23,11 @@ from typing import Any
 import pytest
 import yaml
 
-from ledgerlet_core.contracts.inputs import StatsReported
-from ledgerlet_core.contracts.registry import decode_data
+from ledgerlet_core.contracts.inputs import ClusterEventObserved, KubeletConfigObserved, StatsReported
+from ledgerlet_core.contracts.order import INPUTS
+from ledgerlet_core.contracts.registry import decode_data, make_envelope
 from ledgerlet_core.scenario.documents import KubernetesLoader
+from ledgerlet_core.scenario.feed import routing
 from ledgerlet_core.scenario.load import load_scenario
 from ledgerlet_core.scenario.recording import build_scenario
 from ledgerlet_services.app.cli import main
@@ -50,6 +52,7 @@ PATHS = {
     "/api/v1/pods": "pods",
     "/apis/scheduling.k8s.io/v1/priorityclasses": "priorityclasses",
     "/apis/apps/v1/replicasets": "replicasets",
+    "/api/v1/events": "events",
 }
 
 
@@ -78,6 +81,9 @@ class FakeCluster:
         self.silent = {SILENT}
         self.released = threading.Event()
         self.configz = json.loads((RECORDED / "configz.json").read_text())
+        #: a kubelet whose configuration is not ``configz`` (changed while recording)
+        self.configz_of: dict[str, dict[str, Any]] = {}
+        self.configz_reads: dict[str, int] = {}
         base = [json.loads(p.read_text()) for p in sorted(RECORDED.glob("summary-*.json"))]
         self.summaries = {CONTROL: base}
         for name in (WORKER, SILENT):
@@ -235,7 +241,9 @@ def cluster(tmp_path: Path) -> Iterator[tuple[FakeCluster, Path]]:
                 if summary is not None:
                     status, body = 200, summary
             elif url.path.startswith("/api/v1/nodes/") and url.path.endswith("/proxy/configz"):
-                status, body = 200, fake.configz
+                node = url.path.split("/")[4]
+                fake.configz_reads[node] = fake.configz_reads.get(node, 0) + 1
+                status, body = 200, fake.configz_of.get(node, fake.configz)
             data = json.dumps(body).encode()
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
@@ -276,7 +284,9 @@ def cluster(tmp_path: Path) -> Iterator[tuple[FakeCluster, Path]]:
 class Recording:
     """A recorder running in a task, and the store it writes, read as the test goes."""
 
-    def __init__(self, store: SqlEventStore, config: Path, run: str, concurrency: int = 16) -> None:
+    def __init__(
+        self, store: SqlEventStore, config: Path, run: str, concurrency: int = 16, configz_every: int = 6
+    ) -> None:
         self.recorder = LiveRecorder(
             store,
             Client(load_kubeconfig(str(config))),
@@ -285,6 +295,7 @@ class Recording:
             concurrency=concurrency,
             node_timeout=NODE_TIMEOUT,
             read_timeout=5.0,
+            configz_every=configz_every,
         )
         self.store, self.run = store, run
         self.stop = asyncio.Event()
@@ -524,3 +535,209 @@ def test_sigterm_stops_the_command_with_what_it_recorded_stored(
     assert proc.returncode == 0, err
     assert "run live-5 recorded:" in " ".join(out.split())
     assert "2/3 nodes scraped, 1 gaps (kind-worker2)" in err
+
+
+def core_event(
+    name: str,
+    reason: str,
+    about: tuple[str, str, str],
+    *,
+    count: int = 1,
+    last: str = "2026-11-28T09:30:00Z",
+    message: str = "",
+    host: str = WORKER,
+) -> dict[str, Any]:
+    """A core v1 Event as the API server lists it (its items without kind/apiVersion)."""
+    kind, namespace, obj = about
+    return {
+        "metadata": {"name": name, "namespace": namespace or "default", "uid": f"u-{name}"},
+        "involvedObject": {"kind": kind, "namespace": namespace, "name": obj, "uid": f"u-{obj}", "apiVersion": "v1"},
+        "reason": reason,
+        "message": message or f"{reason} of {obj}",
+        "source": {"component": "kubelet", "host": host},
+        "firstTimestamp": "2026-11-28T09:29:00Z",
+        "lastTimestamp": last,
+        "count": count,
+        "type": "Warning" if reason in ("Evicted", "OOMKilling", "Preempted") else "Normal",
+        "reportingComponent": "kubelet",
+        "reportingInstance": host,
+    }
+
+
+def observed_of(events: list[StoredEvent], key: str) -> list[Any]:
+    return [d for d in of_type(events, "ClusterEventObserved") if d.event == key]
+
+
+async def test_core_events_that_tell_what_the_cluster_did_are_stored_once_per_change(
+    cluster: tuple[FakeCluster, Path], tmp_path: Path
+) -> None:
+    fake, config = cluster
+    fake.silent.clear()
+    hog = ("Pod", "default", "hog")
+    evicted = core_event("hog.1", "Evicted", hog, message="The node was low on resource: memory.")
+    fake.put("events", evicted)
+    fake.put("events", core_event("hog.0", "Scheduled", hog))  # (not a reason kept)
+    fake.put("events", core_event(f"{WORKER}.1", "NodeHasInsufficientMemory", ("Node", "", WORKER)))
+    store = await open_store(f"sqlite:///{tmp_path / 'e.db'}")
+    try:
+        rec = Recording(store, config, "live-ev")
+        await rec.until(lambda ev: stats_of(ev, WORKER) >= 1, "a first round")
+        # what the cluster did before the recording began is kept at its start, as it was
+        first = {
+            d.event: (d, e.envelope.t)
+            for e in rec.inputs
+            if e.envelope.type == "ClusterEventObserved"
+            for d in [decode_data(e.envelope)]
+        }
+        assert sorted(first) == ["default/hog.1", f"default/{WORKER}.1"]
+        stored, t0 = first["default/hog.1"]
+        assert t0 == 0
+        assert (stored.reason, stored.type, stored.message) == ("Evicted", "Warning", evicted["message"])
+        assert (stored.kind, stored.namespace, stored.name, stored.uid) == ("Pod", "default", "hog", "u-hog")
+        assert (stored.component, stored.host, stored.count) == ("kubelet", WORKER, 1)
+        assert (stored.first_timestamp, stored.last_timestamp) == ("2026-11-28T09:29:00Z", "2026-11-28T09:30:00Z")
+        node_event = first[f"default/{WORKER}.1"][0]
+        assert (node_event.kind, node_event.namespace, node_event.name) == ("Node", "", WORKER)
+
+        # a new resourceVersion alone is not stored again; a new count and lastTimestamp is
+        fake.put("events", evicted)
+        fake.put("events", {**evicted, "count": 2, "lastTimestamp": "2026-11-28T09:31:00Z"})
+        others = {
+            "web.1": core_event("web.1", "Preempted", ("Pod", "default", "web"), host=""),
+            "oom.1": core_event("oom.1", "OOMKilling", ("Node", "", WORKER)),
+            "down.1": core_event("down.1", "Shutdown", ("Node", "", CONTROL), host=CONTROL),
+            "taint.1": core_event("taint.1", "TaintManagerEviction", hog),
+            "pulled.1": core_event("pulled.1", "Pulled", hog),
+        }
+        for e in others.values():
+            fake.put("events", e)
+        fake.delete("events", "default", "hog.0")  # (an event that expired: nothing the cluster did)
+        await rec.until(lambda ev: observed_of(ev, "default/taint.1"), "the last new event stored")
+        assert [d.count for d in observed_of(rec.inputs, "default/hog.1")] == [1, 2]
+        assert {d.reason for d in of_type(rec.inputs, "ClusterEventObserved")} == {
+            "Evicted",
+            "NodeHasInsufficientMemory",
+            "Preempted",
+            "OOMKilling",
+            "Shutdown",
+            "TaintManagerEviction",
+        }
+        assert any(t.observed >= 1 and "observed (events" in t.text() for t in rec.ticks)
+
+        # 410 Gone on the events' watch: listed again, and what did not change is not stored again
+        fake.forget("events", "default", "down.1")  # (expired while the history was compacted)
+        fake.compact()
+        fake.cut_watches("events")
+        await until(lambda: fake.lists.get("events") == 2, what="events listed again")
+        fake.put("events", {**evicted, "count": 3, "lastTimestamp": "2026-11-28T09:32:00Z"})
+        await rec.until(lambda ev: len(observed_of(ev, "default/hog.1")) == 3, "the third count stored")
+        await rec.stopped()
+        assert [d.count for d in observed_of(rec.inputs, "default/hog.1")] == [1, 2, 3]
+        assert all(len(observed_of(rec.inputs, f"default/{k}")) == 1 for k in ("web.1", "oom.1", "taint.1"))
+
+        # recorded again: an event that changed meanwhile is stored once more, the others not
+        before = await rec.read()
+        fake.put("events", {**evicted, "count": 4, "lastTimestamp": "2026-11-28T09:40:00Z"})
+        again = Recording(store, config, "live-ev")
+        await again.until(lambda ev: stats_of(ev, WORKER) > stats_of(before, WORKER), "a round recorded again")
+        await again.stopped()
+        new = [e for e in await again.read() if e.envelope.id not in {b.envelope.id for b in before}]
+        assert [(d.event, d.count) for d in of_type(new, "ClusterEventObserved")] == [("default/hog.1", 4)]
+    finally:
+        await store.close()
+
+
+async def test_a_kubelet_configuration_that_changes_is_stored_when_read_again(
+    cluster: tuple[FakeCluster, Path], tmp_path: Path
+) -> None:
+    fake, config = cluster
+    fake.silent.clear()
+    store = await open_store(f"sqlite:///{tmp_path / 'e.db'}")
+    try:
+        rec = Recording(store, config, "live-cfg", configz_every=2)
+        await rec.until(lambda ev: stats_of(ev, WORKER) >= 3, "three rounds")
+        assert not of_type(rec.inputs, "KubeletConfigObserved")  # (every kubelet as the run's start says)
+
+        # a field the scenario does not model changes nothing stored; one it models does
+        unmodelled = copy.deepcopy(fake.configz)
+        unmodelled["kubeletconfig"]["staticPodPath"] = "/etc/elsewhere"
+        fake.configz_of[CONTROL] = unmodelled
+        changed = copy.deepcopy(fake.configz)
+        changed["kubeletconfig"]["evictionHard"]["memory.available"] = "1Gi"
+        fake.configz_of[WORKER] = changed
+        await rec.until(lambda ev: of_type(ev, "KubeletConfigObserved"), "the change stored")
+        rounds = stats_of(rec.inputs, CONTROL)
+        await rec.until(lambda ev: stats_of(ev, CONTROL) >= rounds + 4, "two more reads of configz")
+        [observed] = of_type(rec.inputs, "KubeletConfigObserved")
+        assert observed.node == WORKER
+        assert observed.config["evictionHard"]["memory.available"] == "1Gi"
+        assert "staticPodPath" not in observed.config
+        [env] = [e.envelope for e in rec.inputs if e.envelope.type == "KubeletConfigObserved"]
+        assert env.node == WORKER
+        done = await rec.stopped()
+        # read at the first interval and every second one after, not at every one (the
+        # first node also for the run's start; a read still on its way when the recording
+        # stopped is not counted yet)
+        assert done.ticks >= 6
+        assert 3 <= fake.configz_reads[WORKER] <= (done.ticks + 1) // 2
+        assert fake.configz_reads[CONTROL] <= (done.ticks + 1) // 2 + 1
+
+        # recorded again: the changed configuration is known, not stored again; a change back is
+        before = await rec.read()
+        del fake.configz_of[WORKER]
+        again = Recording(store, config, "live-cfg", configz_every=2)
+        await again.until(lambda ev: len(of_type(ev, "KubeletConfigObserved")) == 2, "the change back stored")
+        await again.stopped()
+        back = of_type(await again.read(), "KubeletConfigObserved")[-1]
+        assert back.node == WORKER and back.config["evictionHard"]["memory.available"] == "500Mi"
+        assert len(of_type(before, "KubeletConfigObserved")) == 1
+    finally:
+        await store.close()
+
+
+def test_the_loops_ignore_what_the_cluster_was_seen_to_do_and_replay_verifies(tmp_path: Path) -> None:
+    """A run whose inputs hold ClusterEventObserved and KubeletConfigObserved (as a live
+    recording's do, beside the stats of the same instant) re-derives the very decisions
+    it stored: no loop reads them, and no step is added for them."""
+    dsn = f"sqlite:///{tmp_path / 'e.db'}"
+    scenario = Path(__file__).parents[2] / "examples" / "disk-pressure-fluentd.yaml"
+    out = tmp_path / "d.jsonl"
+    assert main(["run", str(scenario), "--decisions", str(out), "--store", dsn, "--run-id", "r1", "--quiet"]) == 0
+    assert "Evicted" in out.read_text()  # (decisions to re-derive)
+    assert asyncio.run(_add_observed(dsn, "r1")) == 4
+    assert main(["replay", "--run", "r1", "--store", dsn, "--verify", "--no-progress"]) == 0
+
+
+async def _add_observed(dsn: str, run: str) -> int:
+    """An observed Evicted event and a changed kubelet configuration at two instants of
+    the run's stats, after the inputs already there; how many were stored."""
+    store = await open_store(dsn)
+    try:
+        inputs = await store.read_run(run, kind="input")
+        [started] = of_type(inputs, "ScenarioStarted")
+        node = started.node_order[0]
+        [ended] = [e.envelope.t for e in inputs if e.envelope.type == "ScenarioEnded"]
+        added = []
+        # beside the start's inputs, and at an instant of the run no input had
+        for t in (0, ended // 2 // 10**9 * 10**9 + 1_234_000_000):
+            last = max((e.envelope.order[-1] for e in inputs if e.envelope.t == t), default=-1)
+            seen = [
+                ClusterEventObserved(
+                    event="default/fluentd.1",
+                    reason="Evicted",
+                    type="Warning",
+                    message="The node was low on resource: ephemeral-storage.",
+                    kind="Pod",
+                    namespace="default",
+                    name="fluentd",
+                    component="kubelet",
+                    host=node,
+                ),
+                KubeletConfigObserved(node=node, config={"evictionHard": {"memory.available": "1Gi"}}),
+            ]
+            for i, data in enumerate(seen, start=last + 1):
+                stream, on, pod = routing(data)
+                added.append(make_envelope(data, run=run, t=t, order=[INPUTS, i], stream=stream, node=on, pod=pod))
+        return await store.append_batch(added)
+    finally:
+        await store.close()

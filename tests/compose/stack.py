@@ -261,7 +261,10 @@ class ComposeStack:
         """The project's images, from deploy/Dockerfile as compose.yaml says, with this
         machine's CA bundle as the Dockerfile's extra-CA input for the time of the build."""
         # every ledgerlet service names the same image: build it once, not once per service
-        one_each = {svc["image"]: name for name, svc in compose_services().items() if "build" in svc}
+        # (by one the default profile starts: the recorder's profile is not active here)
+        one_each = {
+            svc["image"]: name for name, svc in compose_services().items() if "build" in svc and "profiles" not in svc
+        }
         if HOST_CA.exists():
             shutil.copyfile(HOST_CA, BUILD_CA)
         try:

@@ -193,6 +193,42 @@ class RecordingResumed(_Data, kw_only=True):
     reason: str = ""
 
 
+class ClusterEventObserved(_Data, kw_only=True):
+    """A core v1 Event a live recording saw (``ledgerlet record``), of a reason that tells
+    what the real kubelet, scheduler or taint manager did (``Evicted``, ``Preempted``,
+    ``OOMKilling``, a pressure condition set or cleared, ``Shutdown``,
+    ``TaintManagerEviction``): the observed outcome kept beside the model's decisions. The
+    control loops do not read it. ``event`` (the Event object's NAMESPACE/NAME) is the same
+    for every update of one event; an update is stored only when it changed (its count,
+    last timestamp or message). Timestamps are RFC 3339 as the API server gave them."""
+
+    event: str
+    reason: str
+    type: str = "Normal"
+    message: str = ""
+    #: the object the event is about (``involvedObject``)
+    kind: str
+    namespace: str = ""
+    name: str
+    uid: str = ""
+    #: who reported it (``source``)
+    component: str = ""
+    host: str = ""
+    first_timestamp: str = ""
+    last_timestamp: str = ""
+    count: int = 1
+
+
+class KubeletConfigObserved(_Data, kw_only=True):
+    """A live recording's kubelet whose configuration (its ``configz``, the fields a
+    scenario models) is not the one the run had for it: the run's start's, or the one last
+    observed. The scenario format has no input for a kubelet's configuration changing, so
+    the control loops do not read it: it is evidence, not yet a change of what they model."""
+
+    node: str
+    config: dict[str, Any]
+
+
 class BatchMember(msgspec.Struct, rename="camel", kw_only=True, omit_defaults=True):
     """One input event inside an :class:`InputBatch`: everything its envelope would hold
     but what the batch holds for all of them (run, time, kind)."""
@@ -231,5 +267,7 @@ INPUT_TYPES: dict[str, type[_Data]] = {
     "NodeUntainted": NodeUntainted,
     "StatsMissed": StatsMissed,
     "RecordingResumed": RecordingResumed,
+    "ClusterEventObserved": ClusterEventObserved,
+    "KubeletConfigObserved": KubeletConfigObserved,
     "InputBatch": InputBatch,
 }

@@ -48,6 +48,8 @@ def routing(data: object) -> tuple[str, str | None, str | None]:
         if data.kind == "Node":
             return node_stream(data.name), data.name, None
         return f"object/{data.kind}/{data.namespace + '/' if data.namespace else ''}{data.name}", None, None
+    if isinstance(data, ev.ClusterEventObserved):
+        return f"observed/{data.event}", None, None
     node = getattr(data, "node", None)
     if isinstance(node, str):
         return node_stream(node), node, None

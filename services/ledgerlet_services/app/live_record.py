@@ -13,6 +13,12 @@ summaries as a ``stats`` event's (``StatsReported``), at ``t`` = wall-clock time
 run's start. Only a change is stored: a node's heartbeat, which changes nothing a
 scenario models, is not.
 
+Core Events (``/api/v1/events``) are listed and watched the same way; those of a reason
+that tells what the real cluster did (:data:`OBSERVED_REASONS`) are stored as
+``ClusterEventObserved``, again only when an update changed them. Every ``configz_every``
+intervals each kubelet's ``configz`` is read again: one whose modelled fields are not what
+the run has for it is stored as ``KubeletConfigObserved``. Neither is read by the loops.
+
 Started again with the same run id, the stored inputs are read back and the objects the
 API server lists now are compared with them: only the difference is stored, after a
 ``RecordingResumed`` that marks the gap (a pod there before and now did not vanish and
@@ -47,6 +53,7 @@ from ledgerlet_core.model.summary import Summary
 from ledgerlet_core.model.timefmt import parse_rfc3339
 from ledgerlet_core.scenario.feed import routing
 from ledgerlet_core.scenario.load import DELETABLE_KINDS
+from ledgerlet_core.scenario.observed_events import observed_event
 from ledgerlet_core.scenario.recording import as_kubelet_uids, clean_object, kubelet_config_from, kubelet_view
 from ledgerlet_services.app.collect import REQUIRED, RESOURCES, ApiError, Client
 from ledgerlet_store.sql_store import SqlEventStore
@@ -66,7 +73,37 @@ KIND_OF: Final = {
     "daemonsets": "DaemonSet",
     "jobs": "Job",
     "pods": "Pod",
+    "events": "Event",
 }
+#: core Events, watched beside the kinds a scenario models
+EVENTS_PATH: Final = "/api/v1/events"
+#: the Event reasons that tell what the real kubelet, scheduler or taint manager did
+#: (upstream's pkg/kubelet/events, the scheduler's preemption, the node problem
+#: detector's OOMKilling, the taint manager): the others are not stored
+OBSERVED_REASONS: Final = frozenset(
+    {
+        "Evicted",
+        "Preempted",
+        "OOMKilling",
+        "SystemOOM",
+        # a pressure condition set or cleared, as the kubelet names its events, and the
+        # ``NodeHas<Condition>`` spellings of the same
+        "NodeHasInsufficientMemory",
+        "NodeHasSufficientMemory",
+        "NodeHasMemoryPressure",
+        "NodeHasNoMemoryPressure",
+        "NodeHasDiskPressure",
+        "NodeHasNoDiskPressure",
+        "NodeHasInsufficientPID",
+        "NodeHasSufficientPID",
+        "NodeHasPIDPressure",
+        "NodeHasNoPIDPressure",
+        # the kubelet's shutdown manager: the node's event, a pod refused while shutting down
+        "Shutdown",
+        "NodeShutdown",
+        "TaintManagerEviction",
+    }
+)
 #: what a live run's ScenarioStarted.source begins with (a run id of another kind is refused)
 SOURCE_PREFIX: Final = "live "
 MS: Final = 1_000_000
@@ -89,6 +126,12 @@ class Seen:
     what: str  # "applied" | "deleted" | "listed" | "resumed"
     objects: list[dict[str, Any]] = field(default_factory=list)
     note: str = ""
+
+
+def event_key(raw: dict[str, Any]) -> str:
+    """NAMESPACE/NAME of an Event object: the same for each of its updates."""
+    meta = raw.get("metadata") or {}
+    return f"{meta.get('namespace') or ''}/{meta.get('name') or ''}"
 
 
 def _with_kind(plural: str, obj: dict[str, Any]) -> dict[str, Any]:
@@ -184,13 +227,16 @@ class Tick:
     gaps: list[str]
     changed: int
     notes: list[str]
+    #: cluster events and kubelet configurations observed (ClusterEventObserved, KubeletConfigObserved)
+    observed: int = 0
 
     def text(self) -> str:
         gaps = f" ({', '.join(self.gaps)})" if self.gaps else ""
         notes = f"; {'; '.join(self.notes)}" if self.notes else ""
+        observed = f", {self.observed} observed (events, kubelet configurations)" if self.observed else ""
         return (
             f"t={self.t / 1e9:.1f}s: {self.scraped}/{self.nodes} nodes scraped, {len(self.gaps)} gaps{gaps}, "
-            f"{self.changed} objects changed{notes}"
+            f"{self.changed} objects changed{observed}{notes}"
         )
 
 
@@ -219,17 +265,24 @@ class LiveRecorder:
         node_timeout: float = 5.0,
         read_timeout: float = 60.0,
         name: str = "live",
+        configz_every: int = 6,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.store, self.client, self.run = store, client, run
         self.interval, self.concurrency, self.node_timeout = interval, concurrency, node_timeout
         self.read_timeout, self.name, self.clock = read_timeout, name, clock
+        self.configz_every = configz_every
         # (the request's own limit a little later than the interval's: the node's deadline
         # is the recorder's, and the thread that asked is let go soon after)
         self.stats_client = Client(client.api, timeout=node_timeout + 1.0)
         #: each object as stored (the last ObjectApplied's object), by key
         self.state: dict[Key, dict[str, Any]] = {}
         self.mirror_uids: dict[str, str] = {}
+        #: each observed Event as last stored, by its NAMESPACE/NAME
+        self.observed: dict[str, ev.ClusterEventObserved] = {}
+        #: the run's kubelet configuration (ScenarioStarted's) and each node's as last observed
+        self.kubelet_config: dict[str, Any] = {}
+        self.node_configs: dict[str, dict[str, Any]] = {}
         self.start = 0.0
         self.last_t = -1
         self.notes: list[str] = []
@@ -290,10 +343,63 @@ class LiveRecorder:
                 out.append(deleted)
         return out
 
+    def _observed(self, raw: dict[str, Any]) -> ev.ClusterEventObserved | None:
+        """The Event as stored, if it is of a reason kept and changed since last stored."""
+        if raw.get("reason") not in OBSERVED_REASONS:
+            return None
+        key = event_key(raw)
+        try:
+            seen = observed_event({**raw, "kind": "Event", "apiVersion": raw.get("apiVersion") or "v1"}, key)
+        except InputError as exc:
+            self._note(f"event {key} not recorded: {exc}")
+            return None
+        about, source = seen["object"], seen.get("source", {})
+        data = ev.ClusterEventObserved(
+            event=key,
+            reason=seen["reason"],
+            type=seen["type"],
+            message=seen["message"],
+            kind=about["kind"],
+            namespace=about.get("namespace", ""),
+            name=about["name"],
+            uid=about.get("uid", ""),
+            component=source.get("component", ""),
+            host=source.get("host", ""),
+            first_timestamp=seen.get("firstTime", seen["time"]),
+            last_timestamp=seen["time"],
+            count=seen["count"],
+        )
+        if self.observed.get(key) == data:
+            return None  # (a new resourceVersion, nothing else)
+        self.observed[key] = data
+        return data
+
+    def _events_seen(self, seen: Seen) -> list[msgspec.Struct]:
+        """Events kept: those added or changed; one that expired (deleted, or gone from a
+        new list) is forgotten, not stored: the cluster did nothing."""
+        out: list[msgspec.Struct] = []
+        if seen.what == "deleted":
+            for raw in seen.objects:
+                self.observed.pop(event_key(raw), None)
+            return out
+        for raw in seen.objects:
+            data = self._observed(raw)
+            if data is not None:
+                out.append(data)
+        if seen.what == "listed":
+            listed = {event_key(r) for r in seen.objects}
+            for key in [k for k in self.observed if k not in listed]:
+                del self.observed[key]
+        return out
+
     def _seen(self, seen: Seen) -> list[msgspec.Struct]:
         if seen.what == "resumed":
             self._note(f"{seen.plural} watch resumed ({seen.note})")
             return []
+        if seen.plural == "events":
+            if seen.what == "listed":
+                self._note(f"{seen.plural}: {seen.note}")
+            return self._events_seen(seen)
         if seen.what == "listed":
             self._note(f"{seen.plural}: {seen.note}")
             return self._difference(seen.plural, seen.objects)
@@ -335,6 +441,12 @@ class LiveRecorder:
             elif env.type == "ObjectDeleted":
                 data = decode_data(env)
                 self.state.pop((data.kind, data.namespace, data.name), None)
+            elif env.type == "ClusterEventObserved":
+                observed = decode_data(env)
+                self.observed[observed.event] = observed
+            elif env.type == "KubeletConfigObserved":
+                changed = decode_data(env)
+                self.node_configs[changed.node] = changed.config
         if started is None:
             if self.last_t >= 0:
                 raise InputError(f"run {self.run} has inputs but no start: not a live recording", field="--run-id")
@@ -346,6 +458,7 @@ class LiveRecorder:
                 field="--run-id",
             )
         self.start = parse_rfc3339(started.start).timestamp()
+        self.kubelet_config = started.kubelet_config
         return True
 
     # -- listing and scraping --------------------------------------------------------------
@@ -359,6 +472,13 @@ class LiveRecorder:
                     raise
                 self._note(f"{plural} not recorded ({exc})")
         return out
+
+    def _list_events(self) -> tuple[list[dict[str, Any]], str] | None:
+        try:
+            return _listed(self.client, "events", EVENTS_PATH)
+        except ApiError as exc:
+            self._note(f"events not recorded ({exc})")
+            return None
 
     def _kubelet_config(self, nodes: Sequence[str]) -> dict[str, Any]:
         for node in nodes:
@@ -400,6 +520,35 @@ class LiveRecorder:
 
         return list(await asyncio.gather(*(one(n) for n in nodes)))
 
+    async def _configz(self, pool: ThreadPoolExecutor, nodes: Sequence[str]) -> list[msgspec.Struct]:
+        """Every kubelet's configuration read again, as the scrapes are; a node whose
+        modelled fields are not what the run has for it is stored. One that does not
+        answer is a note: its configuration is as last known."""
+        loop = asyncio.get_running_loop()
+        bound = asyncio.Semaphore(self.concurrency)
+
+        async def one(node: str) -> msgspec.Struct | None:
+            path = f"/api/v1/nodes/{urllib.parse.quote(node, safe='')}/proxy/configz"
+            async with bound:
+                try:
+                    doc = await asyncio.wait_for(
+                        asyncio.wrap_future(pool.submit(self.stats_client.get, path), loop=loop), self.node_timeout
+                    )
+                except (TimeoutError, ApiError) as exc:
+                    why = str(exc) or f"no answer within {self.node_timeout:g}s"
+                    self._note(f"no kubelet configuration from {node} ({why})")
+                    return None
+            if not isinstance(doc, dict):
+                self._note(f"no kubelet configuration from {node} (not a configz document)")
+                return None
+            config = kubelet_config_from(doc)[0]
+            if config == self.node_configs.get(node, self.kubelet_config):
+                return None
+            self.node_configs[node] = config
+            return ev.KubeletConfigObserved(node=node, config=config)
+
+        return [c for c in await asyncio.gather(*(one(n) for n in nodes)) if c is not None]
+
     def _drain(self) -> list[msgspec.Struct]:
         out: list[msgspec.Struct] = []
         while True:
@@ -421,16 +570,19 @@ class LiveRecorder:
         resumed = await self._resume()
         result = Recorded(self.run, resumed)
         listed = await asyncio.to_thread(self._list_all)
+        events = await asyncio.to_thread(self._list_events)
         if resumed:
             since = self.last_t
             changes: list[msgspec.Struct] = [ev.RecordingResumed(since=since, reason="recording started again")]
             for plural, (items, _) in listed.items():
                 changes += self._difference(plural, items)
+            if events is not None:
+                changes += self._events_seen(Seen("events", "listed", events[0]))
             t = self._now()
             first = self._envelopes(t, changes)
         else:
             self.start = math.floor(self.clock())
-            objects = []
+            objects: list[msgspec.Struct] = []
             for items, _ in listed.values():
                 for raw in items:
                     applied = self._apply(raw, initial=True)
@@ -438,6 +590,9 @@ class LiveRecorder:
                         objects.append(applied)
             nodes = self._nodes()
             config = await asyncio.to_thread(self._kubelet_config, nodes)
+            self.kubelet_config = config
+            if events is not None:  # (what the cluster did before: the evidence an incident needs)
+                objects += self._events_seen(Seen("events", "applied", events[0]))
             started = ev.ScenarioStarted(
                 name=self.name,
                 start=datetime.fromtimestamp(self.start, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -455,14 +610,14 @@ class LiveRecorder:
                 self.client,
                 plural,
                 path,
-                listed[plural][1],
+                listed[plural][1] if plural in listed else events[1] if events is not None else "",
                 self._queue,
                 stop_watching,
                 read_timeout=self.read_timeout,
                 retry_wait=min(self.interval, 5.0),
             )
-            for plural, path in RESOURCES
-            if plural in listed
+            for plural, path in [*RESOURCES, ("events", EVENTS_PATH)]
+            if plural in listed or (plural == "events" and events is not None)
         ]
         for w in watchers:
             w.start()
@@ -472,14 +627,18 @@ class LiveRecorder:
             while not stop.is_set():
                 tick_began = time.monotonic()
                 nodes = self._nodes()
-                stats = await self._scrape(pool, nodes)
-                changes = self._drain()
+                if result.ticks % self.configz_every == 0:
+                    stats, configs = await asyncio.gather(self._scrape(pool, nodes), self._configz(pool, nodes))
+                else:
+                    stats, configs = await self._scrape(pool, nodes), []
+                changes = self._drain() + configs
                 t = self._now()
                 result.events += await self.store.append_batch(self._envelopes(t, [*changes, *stats]))
                 result.ticks += 1
                 if progress is not None:
                     gaps = [s.node for s in stats if isinstance(s, ev.StatsMissed)]
-                    progress(Tick(t, len(nodes), len(nodes) - len(gaps), gaps, len(changes), self.notes))
+                    seen = sum(isinstance(c, ev.ClusterEventObserved | ev.KubeletConfigObserved) for c in changes)
+                    progress(Tick(t, len(nodes), len(nodes) - len(gaps), gaps, len(changes) - seen, self.notes, seen))
                 result.notes += [n for n in self.notes if n not in result.notes]
                 self.notes = []
                 left = self.interval - (time.monotonic() - tick_began)

@@ -36,7 +36,8 @@ def add_parser(sub: Any) -> None:
         "record",
         help="record a live cluster into the store as the inputs of a run, until stopped",
         description="Through the API server (kubectl's kubeconfig): lists then watches the objects a scenario "
-        "models and scrapes every node's /stats/summary each --interval, storing them as the inputs of a run "
+        "models and the core Events that tell what the cluster did, scrapes every node's /stats/summary each "
+        "--interval and reads its configz again every --configz-every intervals, storing them as the inputs of a run "
         "in wall-clock time. Stop with Ctrl-C or SIGTERM; the same --run-id continues the run.",
     )
     record.add_argument(
@@ -62,6 +63,13 @@ def add_parser(sub: Any) -> None:
         type=positive_duration,
         default="5s",
         help="a node that has not answered in this long is a gap for the interval (default 5s)",
+    )
+    record.add_argument(
+        "--configz-every",
+        type=int,
+        default=6,
+        metavar="N",
+        help="read every kubelet's configz again each N intervals, storing a change (default 6: a minute at 10s)",
     )
 
 
@@ -96,8 +104,8 @@ async def command(args: argparse.Namespace, console: Console) -> int:
 
     if address_error(args.store, existing=False) or run_id_error(args.run_id):
         return EXIT_BAD_INPUT
-    if args.concurrency < 1:
-        error("--concurrency: at least 1")
+    if args.concurrency < 1 or args.configz_every < 1:
+        error(f"{'--concurrency' if args.concurrency < 1 else '--configz-every'}: at least 1")
         return EXIT_BAD_INPUT
     try:
         api = load_kubeconfig(args.kubeconfig, args.context, token=args.token)
@@ -118,6 +126,7 @@ async def command(args: argparse.Namespace, console: Console) -> int:
         concurrency=args.concurrency,
         node_timeout=args.node_timeout / 1e9,
         name=args.name,
+        configz_every=args.configz_every,
     )
 
     def status(tick: Tick) -> None:
