@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import json
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -36,7 +37,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from tests.support.brokers import Tansu  # noqa: E402
 from tests.support.stack import LocalStack  # noqa: E402
 
+from ledgerlet_core.contracts.observed import OBSERVED_BATCH, observed_index  # noqa: E402
 from ledgerlet_services.runtime.topic_specs import OBSERVATIONS  # noqa: E402
+from process_memory import PeakMemory, postgres_backends  # noqa: E402
 from scenarios import daemonset_cluster  # noqa: E402
 
 PG = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -45,6 +48,8 @@ PG = "postgresql://postgres@127.0.0.1:5432/postgres"
 class _Head(msgspec.Struct):
     id: str
     t: int
+    type: str = ""
+    data: msgspec.Raw = msgspec.Raw(b"null")
 
 
 _HEAD = msgspec.json.Decoder(_Head)  # skips the rest of the envelope
@@ -95,8 +100,11 @@ class ObservationClock:
                     for m in msgs:
                         head = _HEAD.decode(m.value)
                         ts = m.timestamp / 1000
-                        self.published[head.id] = ts
-                        self.by_instant.setdefault(head.t, []).append(ts)
+                        # (a tick's observations travel as one batch: each member counts)
+                        ids = observed_index(head.data).ids if head.type == OBSERVED_BATCH else [head.id]
+                        for i in ids:
+                            self.published[i] = ts
+                        self.by_instant.setdefault(head.t, []).extend([ts] * len(ids))
         finally:
             await consumer.stop()
 
@@ -115,6 +123,12 @@ async def stored_times(dsn: str, run: str) -> tuple[dict[str, float], list[tuple
             run,
         )
         observations = {r["event_id"]: float(r["at"]) for r in rows}
+        rows = await conn.fetch(  # (observations stored a tick at a time: each member)
+            "SELECT m.event_id, extract(epoch from e.recorded_at) AS at FROM observation_members m "
+            "JOIN events e ON e.position = m.position WHERE m.run = $1",
+            run,
+        )
+        observations.update({r["event_id"]: float(r["at"]) for r in rows})
         rows = await conn.fetch(
             "SELECT type, causes, extract(epoch from recorded_at) AS at FROM events "
             "WHERE run = $1 AND kind = 'decision'",
@@ -145,11 +159,27 @@ def main() -> None:
     stack = LocalStack(broker.url, dsn, workdir)
     clock = ObservationClock(broker.bootstrap, OBSERVATIONS)
     run = f"bench-{uuid.uuid4().hex[:8]}"
+
+    driver: list[subprocess.Popen[bytes]] = []
+
+    def processes() -> dict[str, int]:
+        """Every process of the stack: the services, the driver, the broker, PostgreSQL's backends."""
+        procs = [*stack.procs.items(), *(("drive", d) for d in driver)]
+        found = {label: p.pid for label, p in procs if p.poll() is None}
+        if broker.proc is not None and broker.proc.poll() is None:
+            found["broker (Tansu)"] = broker.proc.pid
+        for pid in postgres_backends(name):
+            found[f"postgres backend {pid}"] = pid
+        return found
+
+    memory = PeakMemory(processes)
     try:
         stack.start()
         clock.start()
+        memory.start()
         began = time.time()
         drive = stack.drive(path, workdir / "decisions.jsonl", run_id=run, timeout=3600)
+        driver.append(drive)
         while drive.poll() is None:
             time.sleep(5)
             steps = sorted(clock.by_instant)
@@ -160,6 +190,7 @@ def main() -> None:
             )
         stack.finish(drive, run)
         wall = time.time() - began
+        memory.stop()
         time.sleep(2)
         clock.stop()
         observations, decisions = asyncio.run(stored_times(dsn, run))
@@ -168,6 +199,7 @@ def main() -> None:
         broker.stop()
         asyncio.run(_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     report(args, clock, observations, decisions, wall)
+    print("\n".join(memory.lines()))
 
 
 def report(
