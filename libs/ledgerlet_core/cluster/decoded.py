@@ -30,8 +30,11 @@ from ledgerlet_core.model.k8s.objects import Pod
 
 T = TypeVar("T")
 
-#: objects kept: enough for every loop of a process to meet the same event in a batch
-CAPACITY = 200_000
+#: objects kept: enough for every loop of a process to meet the same event in a batch (at
+#: most 256 members) and its admission; beyond that an object asked for again is decoded
+#: again, the same value. Each service process of the distributed stack held 200,000 here,
+#: the raw pods beside the admitted ones its view keeps: the largest part of its memory.
+CAPACITY = 8192
 
 
 #: the key under which an admitted pod is kept (apart from the objects events carry)
