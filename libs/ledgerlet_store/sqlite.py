@@ -24,9 +24,6 @@ BUSY_TIMEOUT: Final = 60.0
 #: bytes per database page of a new file: a fleet's starting state is half a million
 #: member rows, and SQLite reads and writes (WAL included) a page per system call
 PAGE_SIZE: Final = 16_384
-#: each connection's page cache at most, in KiB (SQLite's default is 2 MiB: the member
-#: index's random inserts read the same pages back again and again)
-CACHE_KIB: Final = 65_536
 
 _INSERT: Final = f"INSERT INTO {events.name} ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})"
 _OBSERVED_INSERT: Final = "INSERT INTO observation_members (event_id, run, t, node, position) VALUES (?, ?, ?, ?, ?)"
@@ -126,7 +123,6 @@ def _pragmas(engine: AsyncEngine) -> None:
         cur = dbapi_conn.cursor()
         cur.execute(f"PRAGMA page_size={PAGE_SIZE}")  # (a new file's: ignored by an existing one)
         cur.execute("PRAGMA journal_mode=WAL")
-        cur.execute(f"PRAGMA cache_size=-{CACHE_KIB}")
         cur.execute("PRAGMA synchronous=NORMAL")
         cur.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT * 1000)}")
         cur.close()
