@@ -74,6 +74,12 @@ def compose_services() -> dict[str, Any]:
     return dict(yaml.safe_load(COMPOSE_FILE.read_text())["services"])
 
 
+def default_services() -> dict[str, Any]:
+    """The services ``docker compose up`` starts: those under no profile (the recorder,
+    under ``record``, starts only when asked for)."""
+    return {name: svc for name, svc in compose_services().items() if "profiles" not in svc}
+
+
 def public_images() -> dict[str, str]:
     """service -> image, for every service of compose.yaml that is not built from deploy/."""
     return {name: svc["image"] for name, svc in compose_services().items() if "build" not in svc}

@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from ledgerlet_core.contracts.order import ORDER_BY_NODE
-from tests.compose.stack import ComposeStack, compose_services, python_base_tags
+from tests.compose.stack import ComposeStack, compose_services, default_services, python_base_tags
 from tests.conftest import EXAMPLES, ROOT
 from tests.services.run_helpers import normalized, run_file
 from tests.support.events import assert_same_events, count_events, stored_events, wait_until_stored
@@ -97,7 +97,7 @@ def test_the_images_are_built_as_people_would_ship_them(compose_stack: ComposeSt
 def test_every_service_is_healthy_through_the_files_own_checks(compose_stack: ComposeStack) -> None:
     containers = _wait_healthy(compose_stack, timeout=5)
     by_service = {c["Service"]: c for c in containers}
-    assert set(by_service) == set(compose_services())
+    assert set(by_service) == set(default_services())
     assert by_service["example"]["State"] == "exited" and by_service["example"]["ExitCode"] == 0
     published = [p for c in containers for p in c.get("Publishers") or [] if p.get("PublishedPort")]
     assert published and all(p["URL"] == "127.0.0.1" for p in published), published
