@@ -3,7 +3,8 @@ PostgreSQL sorting text byte by byte, PostgreSQL sorting it as ICU's en-US does)
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,21 @@ async def collated_store(collated_dsn: str) -> AsyncIterator[SqlEventStore]:
         yield s
     finally:
         await s.close()
+
+
+def filled_once(
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    fill: Callable[[str], Awaitable[None]],
+) -> Iterator[str]:
+    """A store of the backend ``request.param`` names (as :func:`collated_dsn`'s), made and
+    filled by ``fill`` once: for a module-scoped fixture whose tests only read."""
+    if request.param == "sqlite":
+        dsn = f"sqlite:///{tmp_path_factory.mktemp('filled') / 'events.db'}"
+        asyncio.run(fill(dsn))
+        yield dsn
+        return
+    request.getfixturevalue("pg_server")
+    with fresh_pg_database("en-US" if request.param.endswith("icu") else None) as dsn:
+        asyncio.run(fill(dsn))
+        yield dsn

@@ -5,7 +5,6 @@ and pages of events by keyset cursor through batches' members."""
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 from collections.abc import Iterator
 
@@ -21,8 +20,7 @@ from ledgerlet_store.contract import StoredEvent
 from ledgerlet_store.kube_reads import KubeReads
 from ledgerlet_store.sql_store import SqlEventStore
 from ledgerlet_store.store import open_store
-from tests.conftest import fresh_pg_database
-from tests.store.conftest import S, applied, batched, pod_object
+from tests.store.conftest import S, applied, batched, filled_once, pod_object
 
 RUN = "k"
 #: pods stored on their own (pending: no node) and in a node's batch; their byte order and
@@ -67,15 +65,7 @@ async def _before(store: SqlEventStore, a: str, b: str) -> bool:
 def collated_dsn(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """tests/store/conftest.py's stores, each made and given the run once for the whole
     file: its tests only read."""
-    if request.param == "sqlite":
-        dsn = f"sqlite:///{tmp_path_factory.mktemp('kube-reads') / 'events.db'}"
-        asyncio.run(_fill(dsn))
-        yield dsn
-        return
-    request.getfixturevalue("pg_server")
-    with fresh_pg_database("en-US" if request.param.endswith("icu") else None) as dsn:
-        asyncio.run(_fill(dsn))
-        yield dsn
+    yield from filled_once(request, tmp_path_factory, _fill)
 
 
 async def _fill(dsn: str) -> None:

@@ -7,7 +7,6 @@ reads' tests share one store per backend, filled once (they only read it)."""
 
 from __future__ import annotations
 
-import asyncio
 import random
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -24,8 +23,7 @@ from ledgerlet_store.batches import order_key
 from ledgerlet_store.contract import StoredEvent
 from ledgerlet_store.sql_store import SqlEventStore
 from ledgerlet_store.store import open_store
-from tests.conftest import fresh_pg_database
-from tests.store.conftest import S, applied, ev, pod_object
+from tests.store.conftest import S, applied, ev, filled_once, pod_object
 
 RUN = "r"
 #: pods bound to n1 (stored in its batch), and one pending (stored alone); their byte
@@ -92,15 +90,7 @@ def _ordered(events: list[Envelope], keep: Callable[[Envelope], bool] = lambda e
 def filled_dsn(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """tests/store/conftest.py's stores (``collated_dsn``), each made and given the runs once
     for the whole file: the reads' tests only read."""
-    if request.param == "sqlite":
-        dsn = f"sqlite:///{tmp_path_factory.mktemp('store-reads') / 'events.db'}"
-        asyncio.run(_fill(dsn))
-        yield dsn
-        return
-    request.getfixturevalue("pg_server")
-    with fresh_pg_database("en-US" if request.param.endswith("icu") else None) as dsn:
-        asyncio.run(_fill(dsn))
-        yield dsn
+    yield from filled_once(request, tmp_path_factory, _fill)
 
 
 async def _fill(dsn: str) -> None:
