@@ -221,11 +221,6 @@ class Kubelet:
             node.active.pop(key, None)
 
     # -- the eviction manager's pass ------------------------------------------------------------
-    @staticmethod
-    def _limited(pod: Pod) -> bool:
-        """Whether a pod sets local-storage limits (worked out once per spec)."""
-        return has_local_storage_limits(pod)
-
     def _activate(self, node: KubeletNode, pod: Pod, key: str) -> None:
         node.active[key] = pod
         if not self._any_limits and has_local_storage_limits(pod):
@@ -236,7 +231,7 @@ class Kubelet:
         pass looks only once some active pod has set them)."""
         if not self._any_limits:
             return []
-        return [p for p in node.active.values() if self._limited(p)]
+        return [p for p in node.active.values() if has_local_storage_limits(p)]  # (once per spec)
 
     def observed_together(self, batch: NodesObserved, out: Emitter) -> None:
         """A tick's derived observations (contracts/observed.py): the passes that provably
